@@ -4,7 +4,7 @@
  * fresh episode state, the copy every step makes anyway.
  */
 import { environments } from "../envs/index.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { fmt } from "./server.ts";
 
 const ITERATIONS = Number(process.env.BENCH_ENGINE_RUNS ?? 2000);

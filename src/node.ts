@@ -6,13 +6,13 @@ import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import { createNodeWebSocket } from "@hono/node-ws";
 import type { Hono } from "hono";
-import { createApp, sessionWebSocket } from "./runtime/app.ts";
-import type { Environment } from "./runtime/environment.ts";
-import { StoreEpisodeHost } from "./runtime/episode-host.ts";
-import { MemoryEpisodeStore } from "./runtime/episode-store.ts";
+import { createApp, sessionWebSocket } from "./server/app.ts";
+import type { Environment } from "./env/environment.ts";
+import { StoreEpisodeHost } from "./server/episode-host.ts";
+import { MemoryEpisodeStore } from "./server/episode-store.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
-import type { ServerConfig } from "./config.ts";
-import { readNodeBody } from "./node-body.ts";
+import type { ServerConfig } from "./server/config.ts";
+import { readNodeBody } from "./server/node-body.ts";
 
 export interface RunningServer {
   url: string;

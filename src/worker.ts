@@ -4,9 +4,9 @@
  * WebSocket is handed to a fresh one that accepts it with the Hibernation API.
  */
 import { environments } from "../envs/index.ts";
-import { configFromEnv } from "./config.ts";
-import { createApp } from "./runtime/app.ts";
-import { newEpisodeId } from "./runtime/ids.ts";
+import { configFromEnv } from "./server/config.ts";
+import { createApp } from "./server/app.ts";
+import { newEpisodeId } from "./server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./workers/bindings.ts";
 import { DurableObjectEpisodeHost } from "./workers/durable-host.ts";
 import { workersSandbox } from "./workers/sandbox.ts";

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { scoreItems } from "../src/runtime/score.ts";
-import { extractAllTags, extractTag } from "../src/runtime/parsers.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { scoreItems } from "../src/server/score.ts";
+import { extractAllTags, extractTag } from "../src/env/parsers.ts";
 
 const N = 200_000;
 const REPLIES: Record<string, string> = {

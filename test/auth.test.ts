@@ -1,7 +1,7 @@
 /** ENVWORKER_TOKEN: every route but /health needs the bearer token; WebSockets can use the path. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { tokensEqual } from "../src/runtime/auth.ts";
+import { tokensEqual } from "../src/server/auth.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";

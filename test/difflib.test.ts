@@ -1,11 +1,11 @@
 /**
- * Checks src/runtime/difflib.ts against CPython. The vectors in test/fixtures/difflib-vectors.json
+ * Checks src/pycompat/difflib.ts against CPython. The vectors in test/fixtures/difflib-vectors.json
  * were computed by `difflib.SequenceMatcher(None, a, b)` (see scripts/gen_vectors.py); ratios are
  * compared with exact float equality, matching blocks element for element.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { SequenceMatcher, matchingBlocks, sequenceRatio, toCodePoints } from "../src/runtime/difflib.ts";
+import { SequenceMatcher, matchingBlocks, sequenceRatio, toCodePoints } from "../src/pycompat/difflib.ts";
 
 interface DifflibCase {
   name: string;

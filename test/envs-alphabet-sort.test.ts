@@ -20,12 +20,12 @@ import alphabetSortEnv, {
   type AlphabetSortInfo,
 } from "../envs/alphabet-sort/index.ts";
 import { compareCodePoints, pyJsonDumps, pyPowInt, pyStrip } from "../envs/shared/py.ts";
-import { resetEpisode, stepEpisode, type EpisodeState } from "../src/runtime/episode.ts";
-import { ApiError } from "../src/runtime/errors.ts";
-import type { Message } from "../src/runtime/messages.ts";
-import { PyRandom } from "../src/runtime/random.ts";
-import { scoreRubric } from "../src/runtime/rubric.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
+import { ApiError } from "../src/env/errors.ts";
+import type { Message } from "../src/env/messages.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
+import { scoreRubric } from "../src/env/rubric.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 const env = alphabetSortEnv;
 const defaults = env.parseArgs({}) as AlphabetSortArgs;

@@ -13,14 +13,14 @@ import countdown, {
   type CountdownArgs,
   type CountdownInfo,
 } from "../envs/countdown/index.ts";
-import { ArithSyntaxError, evaluate, literals, render } from "../src/runtime/arith.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { PyRandom } from "../src/runtime/random.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { ArithSyntaxError, evaluate, literals, render } from "../src/math/arith.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 const value = (src: string) => evaluate(parseAnswer(src), COUNTDOWN_RULES);
 
-describe("arithmetic parser (src/runtime/arith.ts with the countdown options)", () => {
+describe("arithmetic parser (src/math/arith.ts with the countdown options)", () => {
   it("respects precedence, parentheses and left associativity", () => {
     expect(value("2 + 3 * 4")).toEqual({ ok: true, value: 14 });
     expect(value("(2 + 3) * 4")).toEqual({ ok: true, value: 20 });

@@ -9,8 +9,8 @@ import jsCode, { buildPrompt, extractCode, formatReport, SYSTEM_PROMPT } from ".
 import { evaluateSolution, HARNESS_SOURCE, stripExports } from "../envs/js-code/harness.ts";
 import { REFERENCE } from "../envs/js-code/reference.ts";
 import { TASKS, TASKS_BY_ID, type CodeTask } from "../envs/js-code/tasks.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { scoreItems } from "../src/server/score.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 

@@ -4,19 +4,19 @@
  * answers.
  */
 import { readFileSync } from "node:fs";
-import { rational } from "../src/runtime/rational.ts";
+import { rational } from "../src/math/rational.ts";
 import { afterAll, describe, expect, it } from "vitest";
 import mathTools, { MAX_TURNS, SYSTEM_PROMPT } from "../envs/math-tools/index.ts";
 import { DIFFICULTIES, formatExact, GENERATORS, generateProblem } from "../envs/math-tools/problems.ts";
-import { calculate } from "../src/runtime/arith.ts";
-import { resetEpisode, stepEpisode, type EpisodeState } from "../src/runtime/episode.ts";
-import { ApiError } from "../src/runtime/errors.ts";
-import { answersMatch } from "../src/runtime/math-answer.ts";
-import type { Action, Message } from "../src/runtime/messages.ts";
-import { PyRandom } from "../src/runtime/random.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { calculate } from "../src/math/arith.ts";
+import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
+import { ApiError } from "../src/env/errors.ts";
+import { answersMatch } from "../src/math/math-answer.ts";
+import type { Action, Message } from "../src/env/messages.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
+import { scoreItems } from "../src/server/score.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
-import type { Services } from "../src/runtime/services.ts";
+import type { Services } from "../src/env/services.ts";
 
 const env = mathTools;
 const call = (id: string, name: string, args: unknown) => ({ id, type: "function" as const, function: { name, arguments: JSON.stringify(args) } });

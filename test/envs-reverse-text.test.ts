@@ -8,11 +8,11 @@ import { environments } from "../envs/index.ts";
 import evalTexts from "../envs/reverse-text/data/eval.json" with { type: "json" };
 import trainTexts from "../envs/reverse-text/data/train.json" with { type: "json" };
 import reverseTextEnv, { reverseText, SYSTEM_PROMPT, wordCount } from "../envs/reverse-text/index.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { ApiError } from "../src/runtime/errors.ts";
-import type { Message } from "../src/runtime/messages.ts";
-import { scoreRubric } from "../src/runtime/rubric.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { ApiError } from "../src/env/errors.ts";
+import type { Message } from "../src/env/messages.ts";
+import { scoreRubric } from "../src/env/rubric.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 const env = reverseTextEnv;
 

@@ -10,8 +10,8 @@ import wordChain, {
   totalInvalidLinks,
   totalValidLinks,
 } from "../envs/word-chain/index.ts";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 async function answer(text: string, index = 0) {
   const { state } = resetEpisode(wordChain, "c", { seed: 1, index });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { formatReward, parseGuess, type PuzzleGroup } from "../envs/word-groups/game.ts";
 import wordGroups, { compatible, GROUPS, SYSTEM_PROMPT, type GroupSpec, type WordGroupsInfo } from "../envs/word-groups/index.ts";
-import { resetEpisode, stepEpisode, type EpisodeState } from "../src/runtime/episode.ts";
-import type { Message } from "../src/runtime/messages.ts";
-import { PyRandom } from "../src/runtime/random.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
+import type { Message } from "../src/env/messages.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 /*
  * Seed 1 deals:

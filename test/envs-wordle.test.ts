@@ -13,10 +13,10 @@ import wordle, {
   type WordleArgs,
 } from "../envs/wordle/index.ts";
 import { xmlFormatScore } from "../envs/shared/xml-format.ts";
-import { resetEpisode, stepEpisode, type EpisodeState } from "../src/runtime/episode.ts";
-import type { Message } from "../src/runtime/messages.ts";
-import { PyRandom } from "../src/runtime/random.ts";
-import { scoreItems } from "../src/runtime/score.ts";
+import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
+import type { Message } from "../src/env/messages.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
+import { scoreItems } from "../src/server/score.ts";
 
 const INVALID = " Please resubmit a valid move and remember to follow the game rules to avoid penalties.";
 const WIN = "Congratulations! You guessed the word correctly!";

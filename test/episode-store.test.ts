@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { resetEpisode } from "../src/runtime/episode.ts";
-import { MemoryEpisodeStore } from "../src/runtime/episode-store.ts";
-import { newEpisodeId } from "../src/runtime/ids.ts";
+import { resetEpisode } from "../src/env/episode.ts";
+import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import { newEpisodeId } from "../src/server/ids.ts";
 import { guessNumber } from "./fixtures/test-envs.ts";
 
 const episode = (id: string) => resetEpisode(guessNumber, id, { seed: 1 }).state;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { resetEpisode, stepEpisode } from "../src/runtime/episode.ts";
-import { ApiError } from "../src/runtime/errors.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { ApiError } from "../src/env/errors.ts";
 import { faulty, guessNumber } from "./fixtures/test-envs.ts";
 
 describe("episode engine", () => {
@@ -89,8 +89,8 @@ describe("server cap on steps per episode", () => {
 
 describe("episode ids chosen by the client", () => {
   it("a step still running when its episode is closed and reset with the same id cannot overwrite the new episode", async () => {
-    const { StoreEpisodeHost } = await import("../src/runtime/episode-host.ts");
-    const { MemoryEpisodeStore } = await import("../src/runtime/episode-store.ts");
+    const { StoreEpisodeHost } = await import("../src/server/episode-host.ts");
+    const { MemoryEpisodeStore } = await import("../src/server/episode-store.ts");
     const { slow } = await import("./fixtures/test-envs.ts");
     const host = new StoreEpisodeHost(new MemoryEpisodeStore());
     await host.reset(slow, { episode_id: "rollout-17", seed: 1, args: { delay_ms: 200 } });

@@ -1,11 +1,11 @@
 /**
- * Checks src/runtime/random.ts (PyRandom) against CPython's random.Random(seed). The vectors in
+ * Checks src/pycompat/random.ts (PyRandom) against CPython's random.Random(seed). The vectors in
  * test/fixtures/pyrandom-vectors.json come from scripts/gen_vectors.py; every value must be equal
  * (floats exactly).
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { PyRandom } from "../src/runtime/random.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
 
 interface SeedVectors {
   seed: number;

@@ -3,10 +3,10 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
-import type { Environment } from "../src/runtime/environment.ts";
-import type { StepResult } from "../src/runtime/episode.ts";
-import type { Action } from "../src/runtime/messages.ts";
-import { sequenceRatio } from "../src/runtime/difflib.ts";
+import type { Environment } from "../src/env/environment.ts";
+import type { StepResult } from "../src/env/episode.ts";
+import type { Action } from "../src/env/messages.ts";
+import { sequenceRatio } from "../src/pycompat/difflib.ts";
 import {
   backoffDelay,
   InProcessDriver,
@@ -23,7 +23,7 @@ import {
   type ResetParams,
   type RetryPolicy,
   type RolloutOptions,
-} from "../src/runtime/rollout.ts";
+} from "../src/eval/rollout.ts";
 import { lastUser, rightReverse, startFakeOpenAI, wrongReverse, type FakeOpenAI } from "./fixtures/fake-openai.ts";
 import { guessNumber } from "./fixtures/test-envs.ts";
 import { alphabetSortGold } from "./helpers/oracles.ts";

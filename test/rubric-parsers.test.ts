@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { extractAllTags, extractTag, parseAnswer, stripThink } from "../src/runtime/parsers.ts";
-import { scoreRubric } from "../src/runtime/rubric.ts";
+import { extractAllTags, extractTag, parseAnswer, stripThink } from "../src/env/parsers.ts";
+import { scoreRubric } from "../src/env/rubric.ts";
 
 describe("parsers (verifiers semantics)", () => {
   it("extracts the first tag, trimmed, across lines", () => {

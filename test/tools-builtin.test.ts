@@ -1,9 +1,9 @@
 /**
  * Built-in tools (javascript, calculator), the arithmetic parser behind the calculator
- * (src/runtime/arith.ts) and numeric answer checking (src/runtime/math-answer.ts).
+ * (src/math/arith.ts) and numeric answer checking (src/math/math-answer.ts).
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { ArithSyntaxError, calculate, evaluate, formatNumber, literals, parse, render, type ArithNode } from "../src/runtime/arith.ts";
+import { ArithSyntaxError, calculate, evaluate, formatNumber, literals, parse, render, type ArithNode } from "../src/math/arith.ts";
 import {
   answersMatch,
   extractBoxedAnswer,
@@ -14,12 +14,12 @@ import {
   normalizeAnswerText,
   numericEqual,
   parseNumericAnswer,
-} from "../src/runtime/math-answer.ts";
+} from "../src/math/math-answer.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { builtinTools } from "../src/tools/builtin.ts";
 import { calculatorTool, createCalculatorTool } from "../src/tools/calculator.ts";
-import { callTool } from "../src/tools/dispatch.ts";
+import { callTool } from "../src/env/tool-dispatch.ts";
 import { createJavascriptTool, formatRun, javascriptTool, truncateText } from "../src/tools/javascript.ts";
 import { COUNTDOWN_RULES, COUNTDOWN_SYNTAX } from "../envs/countdown/index.ts";
 

@@ -14,11 +14,11 @@
  */
 import { base, en, Faker } from "@faker-js/faker";
 import { z } from "zod";
-import { sequenceRatio } from "../../src/runtime/difflib.ts";
-import { defineEnvironment, type Example } from "../../src/runtime/environment.ts";
-import type { Message } from "../../src/runtime/messages.ts";
-import { extractAllTags } from "../../src/runtime/parsers.ts";
-import type { PyRandom } from "../../src/runtime/random.ts";
+import { sequenceRatio } from "../../src/pycompat/difflib.ts";
+import { defineEnvironment, type Example } from "../../src/env/environment.ts";
+import type { Message } from "../../src/env/messages.ts";
+import { extractAllTags } from "../../src/env/parsers.ts";
+import type { PyRandom } from "../../src/pycompat/random.ts";
 import { pyIsUpper, pyJsonDumps, pyLower, pyPowInt, pySorted, pyStrip } from "../shared/py.ts";
 
 /** Upper bound of `max_turns`, and the engine's `maxTurns`: an episode ends by itself after `num_turns`. */

@@ -6,7 +6,7 @@
  * small cards (1–10, two of each). The target is the value of a random expression built from the
  * drawn numbers under the game's rules, so every puzzle is solvable (the witness is kept in
  * `info.solution`). The model answers with one expression in `<answer>…</answer>`; it is parsed
- * by the general parser of `src/runtime/arith.ts` (recursive descent, never eval) with the strict
+ * by the general parser of `src/math/arith.ts` (recursive descent, never eval) with the strict
  * `COUNTDOWN_SYNTAX` and evaluated with `COUNTDOWN_RULES`, the TV rules: each number at most once,
  * division only when exact, every intermediate result a positive integer.
  *
@@ -15,10 +15,10 @@
  * `valid_expression`.
  */
 import { z } from "zod";
-import { defineEnvironment } from "../../src/runtime/environment.ts";
-import type { Message } from "../../src/runtime/messages.ts";
-import { extractTag, stripThink } from "../../src/runtime/parsers.ts";
-import type { PyRandom } from "../../src/runtime/random.ts";
+import { defineEnvironment } from "../../src/env/environment.ts";
+import type { Message } from "../../src/env/messages.ts";
+import { extractTag, stripThink } from "../../src/env/parsers.ts";
+import type { PyRandom } from "../../src/pycompat/random.ts";
 import {
   ArithSyntaxError,
   evaluate,
@@ -29,7 +29,7 @@ import {
   type BinaryOp,
   type EvalRules,
   type ParseOptions,
-} from "../../src/runtime/arith.ts";
+} from "../../src/math/arith.ts";
 
 export const LARGE_NUMBERS = [25, 50, 75, 100] as const;
 export const SMALL_NUMBERS = [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10] as const;

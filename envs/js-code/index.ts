@@ -14,10 +14,10 @@
  * the right name), `timed_out`, `out_of_memory`, `sandbox_error` (no sandbox or a host failure).
  */
 import { z } from "zod";
-import { defineEnvironment, type Example, type TurnContext } from "../../src/runtime/environment.ts";
-import type { JsonObject, Message } from "../../src/runtime/messages.ts";
-import type { RewardInput } from "../../src/runtime/rubric.ts";
-import { stripThink } from "../../src/runtime/parsers.ts";
+import { defineEnvironment, type Example, type TurnContext } from "../../src/env/environment.ts";
+import type { JsonObject, Message } from "../../src/env/messages.ts";
+import type { RewardInput } from "../../src/env/rubric.ts";
+import { stripThink } from "../../src/env/parsers.ts";
 import type { Sandbox } from "../../src/sandbox/types.ts";
 import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, evaluateSolution, type Evaluation } from "./harness.ts";
 import { TASKS, TASKS_BY_ID, type CodeTask, type TestCase } from "./tasks.ts";

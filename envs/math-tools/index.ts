@@ -5,14 +5,14 @@
  * has a `calculator` (a parser, no code runs) and a `javascript` sandbox (stateless: nothing
  * persists between calls) and gives its final answer in `\boxed{}`. The answer is read like
  * verifiers' `extract_boxed_answer` (last `\boxed{}`, the whole reply when there is none) and
- * compared numerically (src/runtime/math-answer.ts) with the exact answer.
+ * compared numerically (src/math/math-answer.ts) with the exact answer.
  *
  * Rubric: `correct_answer` (1.0) and `boxed_answer` (0, a format metric), plus the automatic
  * tool metrics `num_turns`, `num_tool_calls`, `num_tool_errors`.
  */
 import { z } from "zod";
-import { defineEnvironment } from "../../src/runtime/environment.ts";
-import { extractFinalAnswer, gradeReply, lastAssistantText } from "../../src/runtime/math-answer.ts";
+import { defineEnvironment } from "../../src/env/environment.ts";
+import { extractFinalAnswer, gradeReply, lastAssistantText } from "../../src/math/math-answer.ts";
 import { calculatorTool } from "../../src/tools/calculator.ts";
 import { javascriptTool } from "../../src/tools/javascript.ts";
 import { DIFFICULTIES, generateProblem, type Difficulty } from "./problems.ts";

@@ -9,8 +9,8 @@
  *   hard   long_expression, compound_interest, count_multiples, sum_of_primes, sequence_term,
  *          tank_fraction, lcm
  */
-import type { PyRandom } from "../../src/runtime/random.ts";
-import { abs, add, div, mul, rational, sub, type Rational } from "../../src/runtime/rational.ts";
+import type { PyRandom } from "../../src/pycompat/random.ts";
+import { abs, add, div, mul, rational, sub, type Rational } from "../../src/math/rational.ts";
 
 export const DIFFICULTIES = ["easy", "medium", "hard"] as const;
 export type Difficulty = (typeof DIFFICULTIES)[number];
@@ -22,7 +22,7 @@ export interface Problem {
   kind: string;
 }
 
-// --- exact answers (src/runtime/rational.ts) ------------------------------------------------------
+// --- exact answers (src/math/rational.ts) ------------------------------------------------------
 
 /** Integer, terminating decimal (denominator 2^a·5^b) or reduced fraction. */
 export function formatExact(x: Rational): string {

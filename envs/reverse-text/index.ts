@@ -7,9 +7,9 @@
  * available here, so the environment ships its own texts in `data/` (see README.md).
  */
 import { z } from "zod";
-import { sequenceRatio } from "../../src/runtime/difflib.ts";
-import { defineEnvironment, type Example } from "../../src/runtime/environment.ts";
-import { parseAnswer } from "../../src/runtime/parsers.ts";
+import { sequenceRatio } from "../../src/pycompat/difflib.ts";
+import { defineEnvironment, type Example } from "../../src/env/environment.ts";
+import { parseAnswer } from "../../src/env/parsers.ts";
 import evalTexts from "./data/eval.json" with { type: "json" };
 import trainTexts from "./data/train.json" with { type: "json" };
 

@@ -15,8 +15,8 @@
  * stripped and unstripped parses, which use the same regex, so it never fails: every message gets
  * the 0.2, even an empty one. That is the reference behaviour and is kept.
  */
-import type { Message } from "../../src/runtime/messages.ts";
-import { extractTag } from "../../src/runtime/parsers.ts";
+import type { Message } from "../../src/env/messages.ts";
+import { extractTag } from "../../src/env/parsers.ts";
 import { pyStrip } from "./py.ts";
 
 

@@ -11,9 +11,9 @@
  * accepted here, so chains are shorter than the reference would score them.
  */
 import { z } from "zod";
-import { defineEnvironment, type Example } from "../../src/runtime/environment.ts";
-import type { Message } from "../../src/runtime/messages.ts";
-import { PyRandom } from "../../src/runtime/random.ts";
+import { defineEnvironment, type Example } from "../../src/env/environment.ts";
+import type { Message } from "../../src/env/messages.ts";
+import { PyRandom } from "../../src/pycompat/random.ts";
 import { PY_WORD_CLASS, pyStrip } from "../shared/py.ts";
 import { dictionaryUpTo, MAX_SCOWL_LEVEL, wordsUpTo } from "../shared/words.ts";
 

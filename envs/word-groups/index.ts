@@ -13,9 +13,9 @@
  * of which one lists a word of the other (members or `also`): a puzzle is never ambiguous.
  */
 import { z } from "zod";
-import { defineEnvironment } from "../../src/runtime/environment.ts";
-import type { JsonObject, Message } from "../../src/runtime/messages.ts";
-import type { PyRandom } from "../../src/runtime/random.ts";
+import { defineEnvironment } from "../../src/env/environment.ts";
+import type { JsonObject, Message } from "../../src/env/messages.ts";
+import type { PyRandom } from "../../src/pycompat/random.ts";
 import { efficiencyReward, formatReward, newGame, progressReward, replay, stepGame, successReward, type GameRecord, type PuzzleGroup } from "./game.ts";
 import data from "./groups.json" with { type: "json" };
 

@@ -15,9 +15,9 @@
  * against its own UK/US + NLTK dictionary, so the word lists (only) differ from the original.
  */
 import { z } from "zod";
-import { defineEnvironment } from "../../src/runtime/environment.ts";
-import type { JsonObject, Message } from "../../src/runtime/messages.ts";
-import { parseAnswer } from "../../src/runtime/parsers.ts";
+import { defineEnvironment } from "../../src/env/environment.ts";
+import type { JsonObject, Message } from "../../src/env/messages.ts";
+import { parseAnswer } from "../../src/env/parsers.ts";
 import { pyStrip } from "../shared/py.ts";
 import { dictionaryUpTo, isRegularInflection, MAX_SCOWL_LEVEL, SCOWL_LEVELS, wordsUpTo } from "../shared/words.ts";
 import { xmlFormatReward } from "../shared/xml-format.ts";

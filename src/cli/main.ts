@@ -3,9 +3,9 @@
  * for a handful of flags.
  */
 import { parseArgs } from "node:util";
-import { configFromEnv } from "../config.ts";
+import { configFromEnv } from "../server/config.ts";
 import { environments } from "../../envs/index.ts";
-import type { Environment } from "../runtime/environment.ts";
+import type { Environment } from "../env/environment.ts";
 
 const USAGE = `usage: envworker <command> [options]
 
@@ -89,7 +89,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       case "eval": {
         // Loaded on demand: serve and list never pay for the openai SDK.
-        const { evalCommand } = await import("./eval.ts");
+        const { evalCommand } = await import("../eval/command.ts");
         return await evalCommand(rest);
       }
       case undefined:

@@ -8,7 +8,7 @@
  */
 import { calculatorTool } from "./calculator.ts";
 import { javascriptTool } from "./javascript.ts";
-import type { Tool } from "./define.ts";
+import type { Tool } from "../env/define-tool.ts";
 
 export { calculatorTool, createCalculatorTool, CALCULATOR_DESCRIPTION, type CalculatorToolOptions } from "./calculator.ts";
 export { createJavascriptTool, javascriptTool, JAVASCRIPT_DEFAULTS, type JavascriptToolOptions } from "./javascript.ts";

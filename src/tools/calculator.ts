@@ -1,12 +1,12 @@
 /**
  * The `calculator` tool: evaluate an arithmetic expression with the parser of
- * src/runtime/arith.ts (recursive descent, never eval/Function). The answer is the value as
+ * src/math/arith.ts (recursive descent, never eval/Function). The answer is the value as
  * people write it (at most 15 significant digits, so 0.1 + 0.2 gives 0.3); a syntax error or an
  * impossible operation (division by zero, the square root of a negative number) is a tool error.
  */
 import { z } from "zod";
-import { calculate, formatNumber, type EvalRules, type ParseOptions } from "../runtime/arith.ts";
-import { defineTool, type Tool } from "./define.ts";
+import { calculate, formatNumber, type EvalRules, type ParseOptions } from "../math/arith.ts";
+import { defineTool, type Tool } from "../env/define-tool.ts";
 
 export interface CalculatorToolOptions {
   /** Tool name (default "calculator"). */

@@ -17,7 +17,7 @@
  */
 import { z } from "zod";
 import type { RunResult } from "../sandbox/types.ts";
-import { defineTool, type Tool } from "./define.ts";
+import { defineTool, type Tool } from "../env/define-tool.ts";
 
 export interface JavascriptToolOptions {
   /** Tool name (default "javascript"). */

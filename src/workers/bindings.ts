@@ -1,6 +1,6 @@
 /** What wrangler.toml binds into the Worker and its Durable Object. */
-import type { ResetOptions, StepResult } from "../runtime/episode.ts";
-import type { Action, JsonObject } from "../runtime/messages.ts";
+import type { ResetOptions, StepResult } from "../env/episode.ts";
+import type { Action, JsonObject } from "../env/messages.ts";
 import type { Envelope } from "./rpc.ts";
 
 /** The Episode object's RPC surface, as the Worker calls it. */

@@ -1,9 +1,9 @@
 /** The Worker's EpisodeHost: each stateful call goes to the Durable Object that holds the episode. */
-import type { Environment } from "../runtime/environment.ts";
-import type { EpisodeHost } from "../runtime/episode-host.ts";
-import type { ResetOptions, StepResult } from "../runtime/episode.ts";
-import { newEpisodeId } from "../runtime/ids.ts";
-import type { Action, JsonObject } from "../runtime/messages.ts";
+import type { Environment } from "../env/environment.ts";
+import type { EpisodeHost } from "../server/episode-host.ts";
+import type { ResetOptions, StepResult } from "../env/episode.ts";
+import { newEpisodeId } from "../server/ids.ts";
+import type { Action, JsonObject } from "../env/messages.ts";
 import { episodeObject, type WorkerBindings } from "./bindings.ts";
 import { objectNameFor } from "./routing.ts";
 import { unwrap } from "./rpc.ts";

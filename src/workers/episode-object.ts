@@ -6,19 +6,19 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { environments } from "../../envs/index.ts";
-import { configFromEnv } from "../config.ts";
-import type { Environment } from "../runtime/environment.ts";
-import { StoreEpisodeHost, type EpisodeHost } from "../runtime/episode-host.ts";
-import type { ResetOptions, StepResult } from "../runtime/episode.ts";
-import { ApiError } from "../runtime/errors.ts";
-import { newEpisodeId } from "../runtime/ids.ts";
-import type { Action, JsonObject } from "../runtime/messages.ts";
-import { WsSession } from "../runtime/ws-session.ts";
+import { configFromEnv } from "../server/config.ts";
+import type { Environment } from "../env/environment.ts";
+import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
+import type { ResetOptions, StepResult } from "../env/episode.ts";
+import { ApiError } from "../env/errors.ts";
+import { newEpisodeId } from "../server/ids.ts";
+import type { Action, JsonObject } from "../env/messages.ts";
+import { WsSession } from "../server/ws-session.ts";
 import { stringVars, type WorkerBindings } from "./bindings.ts";
 import { capture, type Envelope } from "./rpc.ts";
 import { StorageEpisodeStore } from "./storage-store.ts";
 import { workersSandbox } from "./sandbox.ts";
-import type { Services } from "../runtime/services.ts";
+import type { Services } from "../env/services.ts";
 
 const byName = new Map(environments.map((e) => [e.name, e]));
 

@@ -2,7 +2,7 @@
  * Errors cross the Durable Object RPC boundary as data: a thrown ApiError would arrive as a plain
  * Error without its code and status, so methods return an envelope and the caller rethrows.
  */
-import { ApiError, toApiError, type ErrorCode } from "../runtime/errors.ts";
+import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 
 export type Envelope<T> = { ok: true; value: T } | { ok: false; error: { code: ErrorCode; message: string; details?: unknown } };
 

@@ -3,9 +3,9 @@
  * object that is evicted or restarted continues the episode from where it was; the in-memory
  * map only saves reads while the object stays alive.
  */
-import type { EpisodeState } from "../runtime/episode.ts";
-import type { EpisodeStore } from "../runtime/episode-store.ts";
-import { ApiError } from "../runtime/errors.ts";
+import type { EpisodeState } from "../env/episode.ts";
+import type { EpisodeStore } from "../server/episode-store.ts";
+import { ApiError } from "../env/errors.ts";
 
 const key = (id: string) => `ep:${id}`;
 

@@ -2,8 +2,8 @@
  * Where open episodes live. The interface is what the episode host needs; the in-memory store is
  * the Node default (a Durable Object keeps its one episode in its own storage instead).
  */
-import { ApiError } from "./errors.ts";
-import type { EpisodeState } from "./episode.ts";
+import { ApiError } from "../env/errors.ts";
+import type { EpisodeState } from "../env/episode.ts";
 
 export interface EpisodeStore {
   /** Add a new episode; CAPACITY_REACHED when full, EPISODE_EXISTS when the id is taken. */

@@ -3,13 +3,13 @@
  * replies `observation` / `state` / `mcp` / `error`. Platform-free: Node's socket and a Durable
  * Object's hibernatable socket both feed it text and send back what it returns.
  */
-import type { Environment } from "./environment.ts";
+import type { Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
-import { ApiError, toApiError, type ErrorCode } from "./errors.ts";
+import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import { handleMcp } from "./mcp.ts";
-import type { Services } from "./services.ts";
+import type { Services } from "../env/services.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
-import { zodIssues } from "./episode.ts";
+import { zodIssues } from "../env/episode.ts";
 
 export type WsReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
 

@@ -7,7 +7,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { RolloutResult, Usage } from "../runtime/rollout.ts";
+import type { RolloutResult, Usage } from "./rollout.ts";
 
 export interface Stat {
   avg: number;

@@ -2,9 +2,9 @@
  * Tool-use metrics, reported (weight 0) on every tool environment. They are computed from the
  * messages, so stateless scoring of a finished conversation reports them too.
  */
-import type { Message } from "../runtime/messages.ts";
-import type { RubricEntry } from "../runtime/rubric.ts";
-import { TOOL_ERROR_PREFIX } from "./dispatch.ts";
+import type { Message } from "./messages.ts";
+import type { RubricEntry } from "./rubric.ts";
+import { TOOL_ERROR_PREFIX } from "./tool-dispatch.ts";
 
 const count = (messages: readonly Message[], f: (m: Message) => number) => messages.reduce((n, m) => n + f(m), 0);
 

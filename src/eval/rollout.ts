@@ -9,8 +9,8 @@
  */
 import type OpenAI from "openai";
 import { OpenAIError } from "openai";
-import type { StepResult } from "./episode.ts";
-import type { Action, AssistantMessage, JsonObject, Message, ToolCall } from "./messages.ts";
+import type { StepResult } from "../env/episode.ts";
+import type { Action, AssistantMessage, JsonObject, Message, ToolCall } from "../env/messages.ts";
 import type { EpisodeDriver, ResetParams } from "./rollout-drivers.ts";
 import { EnvCallError } from "./rollout-drivers.ts";
 import { classifyModelError, DEFAULT_RETRY, errorMessage, RetriesExhaustedError, withRetry, type RetryPolicy } from "./rollout-retry.ts";

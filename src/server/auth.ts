@@ -5,7 +5,7 @@
  * `ws://host/t/{token}/envs/{name}/ws` unchanged; `?token=` works too.
  */
 import type { MiddlewareHandler } from "hono";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../env/errors.ts";
 
 const encoder = new TextEncoder();
 

@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import { createSandbox, type Sandbox } from "../sandbox/index.ts";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
-import type { Environment } from "../runtime/environment.ts";
-import { zodIssues } from "../runtime/episode.ts";
+import type { Environment } from "../env/environment.ts";
+import { zodIssues } from "../env/episode.ts";
 import {
   DEFAULT_RETRY,
   InProcessDriver,
@@ -17,8 +17,8 @@ import {
   type EpisodeDriver,
   type RetryPolicy,
   type RolloutResult,
-} from "../runtime/rollout.ts";
-import { formatSummary, newRunId, resultsDir, saveResults, summarize } from "./eval-report.ts";
+} from "./rollout.ts";
+import { formatSummary, newRunId, resultsDir, saveResults, summarize } from "./report.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 
 export const EVAL_USAGE = `usage: envworker eval ENV [options]

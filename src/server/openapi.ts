@@ -4,7 +4,7 @@
  * and /state among the paths.
  */
 import { z } from "zod";
-import type { Environment } from "./environment.ts";
+import type { Environment } from "../env/environment.ts";
 import {
   ActionSchema,
   CloseRequestSchema,

@@ -5,11 +5,11 @@
  */
 import { z } from "zod";
 import type { EnvMessage, JsonObject, Message } from "./messages.ts";
-import type { PyRandom } from "./random.ts";
+import type { PyRandom } from "../pycompat/random.ts";
 import type { RubricEntry } from "./rubric.ts";
 import type { Services } from "./services.ts";
-import type { Tool } from "../tools/define.ts";
-import { toolMetrics } from "../tools/metrics.ts";
+import type { Tool } from "./define-tool.ts";
+import { toolMetrics } from "./tool-metrics.ts";
 
 /** One task. `prompt` is the user message (a string) or whole messages; the system prompt is added. */
 export interface Example<Info = JsonObject> {

@@ -6,10 +6,10 @@
 import type { Environment, Example } from "./environment.ts";
 import { ApiError } from "./errors.ts";
 import type { Action, AssistantMessage, EnvMessage, JsonObject, Message } from "./messages.ts";
-import { PyRandom } from "./random.ts";
+import { PyRandom } from "../pycompat/random.ts";
 import { scoreRubric, type RubricScore } from "./rubric.ts";
 import type { Services } from "./services.ts";
-import { runToolCalls } from "../tools/dispatch.ts";
+import { runToolCalls } from "./tool-dispatch.ts";
 
 export interface EpisodeState {
   episode_id: string;

@@ -4,9 +4,9 @@
  * objects (HTTP 200), as OpenEnv's validator expects.
  */
 import { z } from "zod";
-import type { Environment } from "./environment.ts";
-import type { Services } from "./services.ts";
-import { callTool } from "../tools/dispatch.ts";
+import type { Environment } from "../env/environment.ts";
+import type { Services } from "../env/services.ts";
+import { callTool } from "../env/tool-dispatch.ts";
 
 export type JsonRpcId = string | number | null;
 export type JsonRpcResponse =

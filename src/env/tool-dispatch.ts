@@ -4,9 +4,9 @@
  * the model what was wrong, so the episode goes on. Error messages start with "Error:", which is
  * how the tool-error metric counts them.
  */
-import type { ToolCall, ToolMessage } from "../runtime/messages.ts";
-import type { Services } from "../runtime/services.ts";
-import type { Tool } from "./define.ts";
+import type { ToolCall, ToolMessage } from "./messages.ts";
+import type { Services } from "./services.ts";
+import type { Tool } from "./define-tool.ts";
 
 export const TOOL_ERROR_PREFIX = "Error:";
 

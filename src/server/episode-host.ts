@@ -3,13 +3,13 @@
  * Routes and the WebSocket handler call this; a platform swaps in another host (Durable Objects)
  * without touching either.
  */
-import type { Environment } from "./environment.ts";
-import { resetEpisode, stepEpisode, publicState, type ResetOptions, type StepResult } from "./episode.ts";
-import { ApiError } from "./errors.ts";
+import type { Environment } from "../env/environment.ts";
+import { resetEpisode, stepEpisode, publicState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import { ApiError } from "../env/errors.ts";
 import type { EpisodeStore } from "./episode-store.ts";
 import { newEpisodeId } from "./ids.ts";
-import type { Action, JsonObject } from "./messages.ts";
-import type { Services } from "./services.ts";
+import type { Action, JsonObject } from "../env/messages.ts";
+import type { Services } from "../env/services.ts";
 
 export interface EpisodeHost {
   reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult>;

@@ -3,7 +3,7 @@
  * whole body is in memory.
  */
 import type { Context } from "hono";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../env/errors.ts";
 
 /** How a platform reads a body as text, refusing more than `max` bytes. */
 export type BodyReader = (c: Context, max: number) => Promise<string>;

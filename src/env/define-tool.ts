@@ -3,8 +3,8 @@
  * OpenAI tool schema the model sees and the MCP tool listing, so they cannot disagree.
  */
 import { z } from "zod";
-import type { JsonValue } from "../runtime/messages.ts";
-import type { Services } from "../runtime/services.ts";
+import type { JsonValue } from "./messages.ts";
+import type { Services } from "./services.ts";
 
 export interface ToolContext extends Services {
   /** Aborted when the tool's time is up; long-running tools should pass it on. */

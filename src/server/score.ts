@@ -1,11 +1,11 @@
 /** Stateless batch scoring: run an environment's rubric on completions a trainer already has. */
-import type { Environment } from "./environment.ts";
-import { zodIssues } from "./episode.ts";
-import { ApiError } from "./errors.ts";
-import type { JsonObject, Message } from "./messages.ts";
+import type { Environment } from "../env/environment.ts";
+import { zodIssues } from "../env/episode.ts";
+import { ApiError } from "../env/errors.ts";
+import type { JsonObject, Message } from "../env/messages.ts";
 import type { ScoreItem } from "./protocol.ts";
-import { scoreRubric, type RubricScore } from "./rubric.ts";
-import type { Services } from "./services.ts";
+import { scoreRubric, type RubricScore } from "../env/rubric.ts";
+import type { Services } from "../env/services.ts";
 
 function asMessages(value: string | Message[] | undefined, role: "user" | "assistant"): Message[] {
   if (value === undefined) return [];

@@ -3,14 +3,14 @@
  * implementations: in-process (the same StoreEpisodeHost the HTTP routes use, on a private
  * memory store) and remote (the HTTP routes of an envworker server, with fetch).
  */
-import type { Environment } from "./environment.ts";
-import type { Services } from "./services.ts";
-import type { StepResult } from "./episode.ts";
-import { StoreEpisodeHost } from "./episode-host.ts";
-import { MemoryEpisodeStore } from "./episode-store.ts";
-import { ApiError } from "./errors.ts";
-import type { Action, JsonObject } from "./messages.ts";
-import { ActionSchema } from "./protocol.ts";
+import type { Environment } from "../env/environment.ts";
+import type { Services } from "../env/services.ts";
+import type { StepResult } from "../env/episode.ts";
+import { StoreEpisodeHost } from "../server/episode-host.ts";
+import { MemoryEpisodeStore } from "../server/episode-store.ts";
+import { ApiError } from "../env/errors.ts";
+import type { Action, JsonObject } from "../env/messages.ts";
+import { ActionSchema } from "../server/protocol.ts";
 import { DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, withRetry, type RetryDecision, type RetryPolicy } from "./rollout-retry.ts";
 
 /** What a rollout sends to reset: the same fields as POST /envs/{name}/reset. */

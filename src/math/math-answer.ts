@@ -22,9 +22,9 @@
  * relative tolerance of 1e-9 (absolute 1e-12 near zero). A side written with a percent sign may
  * mean either its number or a hundredth of it: `25%` equals both `25` and `0.25`.
  */
-import type { Message } from "./messages.ts";
+import type { Message } from "../env/messages.ts";
 import { add, div, equal, mul, neg, rational, toNumber, type Rational } from "./rational.ts";
-import { stripThink } from "./parsers.ts";
+import { stripThink } from "../env/parsers.ts";
 
 // --- extraction --------------------------------------------------------------------------------
 

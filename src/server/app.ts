@@ -6,12 +6,12 @@
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { UpgradeWebSocket, WSContext } from "hono/ws";
 import type { z } from "zod";
-import type { Environment } from "./environment.ts";
+import type { Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
-import { zodIssues } from "./episode.ts";
-import { ApiError, toApiError } from "./errors.ts";
+import { zodIssues } from "../env/episode.ts";
+import { ApiError, toApiError } from "../env/errors.ts";
 import { handleMcp, rpcError, RPC } from "./mcp.ts";
-import type { Services } from "./services.ts";
+import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
 import { scoreItems } from "./score.ts";
