@@ -10,3 +10,5 @@ import wordGroups from "./word-groups/index.ts";
 import wordle from "./wordle/index.ts";
 
 export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode];
+
+export default environments;

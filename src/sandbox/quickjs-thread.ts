@@ -8,7 +8,8 @@
  * thread) and a fresh thread takes its place. On Workers, the platform CPU limit plays this role.
  */
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { siblingModule, startWorker } from "../node/ts-worker.ts";
 import { Limiter } from "./limiter.ts";
 import { errorResult, prepareRun } from "./options.ts";
 import { timeoutError } from "./report.ts";
@@ -24,38 +25,6 @@ export interface QuickJSThreadSandboxOptions {
 
 const WATCHDOG_SLACK_MS = 500;
 
-/**
- * The worker module is TypeScript when this one is. Loaders registered in this thread (tsx through
- * its API, as bin/envworker.js does, or vitest's) do not reach worker threads, and a failed import
- * is cached, so the bootstrap registers tsx inside the thread before the first import.
- */
-const BOOTSTRAP = `
-const { workerData } = require("node:worker_threads");
-(async () => {
-  if (workerData.entry.endsWith(".ts")) {
-    try {
-      const { register } = await import(workerData.tsx);
-      register();
-    } catch {
-      // No tsx: this Node may strip types natively; the import below says if not.
-    }
-  }
-  await import(workerData.entry);
-})().catch((err) => { setImmediate(() => { throw err; }); });
-`;
-
-function workerData(): { entry: string; tsx: string } {
-  const entry = new URL(import.meta.url.endsWith(".ts") ? "./quickjs-worker.ts" : "./quickjs-worker.js", import.meta.url).href;
-  let tsx = "tsx/esm/api";
-  try {
-    // The ESM entry (the CJS one cannot register the ESM loader from inside a worker).
-    tsx = import.meta.resolve("tsx/esm/api");
-  } catch {
-    // No import.meta.resolve here, or tsx is not installed: fall back to a bare specifier.
-  }
-  return { entry, tsx };
-}
-
 /** One worker thread serving one run at a time. */
 class QuickJSThread {
   private readonly worker: Worker;
@@ -65,7 +34,7 @@ class QuickJSThread {
   dead = false;
 
   constructor() {
-    this.worker = new Worker(BOOTSTRAP, { eval: true, workerData: workerData() });
+    this.worker = startWorker(siblingModule("quickjs-worker", import.meta.url));
     this.worker.unref();
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on("message", (msg: WorkerMessage) => {

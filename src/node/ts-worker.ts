@@ -1,0 +1,50 @@
+/**
+ * Worker threads whose entry module may be TypeScript. Loaders registered in the parent (tsx
+ * through its API, as bin/envworker.js does, or vitest's) do not reach worker threads, and a failed
+ * import is cached, so the bootstrap registers tsx inside the thread before the first import.
+ * Every thread pool on Node (QuickJS runs, environment code) starts its threads through this.
+ */
+import { Worker, type WorkerOptions } from "node:worker_threads";
+
+const BOOTSTRAP = `
+const { workerData } = require("node:worker_threads");
+(async () => {
+  if (workerData.__entry.endsWith(".ts")) {
+    try {
+      const { register } = await import(workerData.__tsx);
+      register();
+    } catch {
+      // No tsx: this Node may strip types natively; the import below says if not.
+    }
+  }
+  await import(workerData.__entry);
+})().catch((err) => { setImmediate(() => { throw err; }); });
+`;
+
+let tsxSpecifier: string | undefined;
+
+/** tsx's ESM API, resolved from here (the CJS entry cannot register the ESM loader inside a worker). */
+function tsx(): string {
+  if (tsxSpecifier) return tsxSpecifier;
+  try {
+    tsxSpecifier = import.meta.resolve("tsx/esm/api");
+  } catch {
+    // No import.meta.resolve here, or tsx is not installed: fall back to a bare specifier.
+    tsxSpecifier = "tsx/esm/api";
+  }
+  return tsxSpecifier;
+}
+
+/**
+ * Start a worker thread running `entry` (a file URL, `.ts` or `.js`). `workerData` reaches the
+ * entry as `workerData` (two keys starting with `__` are the bootstrap's).
+ */
+export function startWorker(entry: URL, options: WorkerOptions & { workerData?: Record<string, unknown> } = {}): Worker {
+  const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: tsx() };
+  return new Worker(BOOTSTRAP, { ...options, eval: true, workerData: data });
+}
+
+/** `./name.ts` next to `base` when `base` is TypeScript source, else `./name.js` (compiled output). */
+export function siblingModule(name: string, base: string): URL {
+  return new URL(base.endsWith(".ts") ? `./${name}.ts` : `./${name}.js`, base);
+}
