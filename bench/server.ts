@@ -13,8 +13,13 @@ export interface BenchServer {
   pid: number;
   /** Resident set size of the server process, bytes (Linux /proc). */
   rssBytes(): number;
+  /** CPU time the server process has used so far, every thread counted, in µs (Linux /proc). */
+  cpuMicros(): number;
   stop(): Promise<void>;
 }
+
+/** USER_HZ: the unit of /proc CPU times (100 on Linux everywhere in practice). */
+const CLOCK_TICKS = 100;
 
 export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
   // --no-node-snapshot up front so the shim does not re-exec: the pid is the server's own.
@@ -37,6 +42,12 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
     rssBytes() {
       const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    },
+    cpuMicros() {
+      // Fields 14 and 15 of /proc/PID/stat (after the parenthesised command name): utime, stime in clock ticks.
+      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
     },
     stop: () =>
       new Promise((done) => {

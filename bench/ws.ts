@@ -6,7 +6,8 @@ import { reverseTextGold } from "../test/helpers/oracles.ts";
 import { OpenEnvWsClient } from "../test/helpers/ws-client.ts";
 import { fmt, startBenchServer } from "./server.ts";
 
-const SESSIONS = Number(process.env.BENCH_WS_SESSIONS ?? 100);
+// 16 sessions: a trainer's typical concurrency against one server (the issue's reference load).
+const SESSIONS = Number(process.env.BENCH_WS_SESSIONS ?? 16);
 const HELD = Number(process.env.BENCH_WS_HELD ?? 1000);
 const DURATION_MS = Number(process.env.BENCH_DURATION_S ?? 5) * 1000;
 
@@ -29,17 +30,23 @@ export async function benchWs(): Promise<void> {
     console.log(`\n## WebSocket (${SESSIONS} concurrent sessions, ${DURATION_MS / 1000}s each)`);
     const clients = await Promise.all(Array.from({ length: SESSIONS }, () => OpenEnvWsClient.connect(base)));
     for (const c of clients) await c.reset({});
+    let cpu0 = server.cpuMicros();
     const stateRate = await perSecond(clients, async (c) => ((await c.send({ type: "state" })).type === "state" ? 1 : 0));
+    const stateCpu = (server.cpuMicros() - cpu0) / (stateRate * (DURATION_MS / 1000));
+    cpu0 = server.cpuMicros();
     const episodeRate = await perSecond(clients, async (c) => {
       const r = await c.reset({});
       const s = await c.step({ content: reverseTextGold(r.data.observation.messages) });
       return s.data.done ? 1 : 0;
     });
+    const episodeCpu = (server.cpuMicros() - cpu0) / (episodeRate * (DURATION_MS / 1000));
     for (const c of clients) c.close();
-    console.log("| load | messages/s | vs state |");
-    console.log("| --- | ---: | ---: |");
-    console.log(`| state (baseline) | ${fmt(stateRate)} | 1.00x |`);
-    console.log(`| reverse-text reset+step (episodes/s) | ${fmt(episodeRate)} episodes/s = ${fmt(episodeRate * 2)} msgs/s | ${((episodeRate * 2) / stateRate).toFixed(2)}x |`);
+    console.log("| load | messages/s | vs state | server CPU per message |");
+    console.log("| --- | ---: | ---: | ---: |");
+    console.log(`| state (baseline) | ${fmt(stateRate)} | 1.00x | ${fmt(stateCpu)} µs |`);
+    console.log(
+      `| reverse-text reset+step | ${fmt(episodeRate)} episodes/s = ${fmt(episodeRate * 2)} msgs/s | ${((episodeRate * 2) / stateRate).toFixed(2)}x | ${fmt(episodeCpu / 2)} µs (${fmt(episodeCpu)} µs per episode, ${(episodeCpu / 2 / stateCpu).toFixed(2)}x state's) |`,
+    );
 
     console.log(`\n## ${HELD} WebSocket sessions held at once, each playing one episode`);
     const rssBefore = server.rssBytes();

@@ -5,19 +5,23 @@
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import { createNodeWebSocket } from "@hono/node-ws";
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { createApp, sessionWebSocket } from "./server/app.ts";
 import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
-import type { ServerConfig } from "./server/config.ts";
-import { readNodeBody } from "./server/node-body.ts";
+import { DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
+import { EnvThreadPool } from "./node/env-threads.ts";
+import { MemoryBudget } from "./server/memory.ts";
+import { readNodeBody } from "./node/node-body.ts";
 
 export interface RunningServer {
   url: string;
   port: number;
   store: MemoryEpisodeStore;
+  /** Where environment code runs: worker threads for environments loaded from a module. */
+  engine: EnvThreadPool;
   /**
    * Graceful stop: refuse new connections, let in-flight requests finish (up to the grace
    * period), close WebSockets with 1001 "going away", then release the port.
@@ -30,8 +34,20 @@ export interface NodeAppOptions {
   sandbox?: Sandbox;
 }
 
+/** One key per HTTP connection, for fair queueing of stateless calls (score, MCP). */
+const connectionKeys = new WeakMap<object, string>();
+let nextConnection = 1;
+function connectionKey(c: Context): string {
+  const socket = (c.env as { incoming?: { socket?: object } } | undefined)?.incoming?.socket;
+  if (!socket) return "client";
+  let key = connectionKeys.get(socket);
+  if (!key) connectionKeys.set(socket, (key = `conn:${nextConnection++}`));
+  return key;
+}
+
 export function buildNodeApp(envs: readonly Environment[], config: Partial<ServerConfig> = {}, opts: NodeAppOptions = {}) {
   const store = new MemoryEpisodeStore({ maxEpisodes: config.maxEpisodes, idleTimeoutMs: config.idleTimeoutMs });
+  const budget = new MemoryBudget(config.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_MB * 2 ** 20, () => store.bytes);
   // @hono/node-ws routes upgrade requests through `app.request`; the app needs the upgrade helper
   // to be built, so hand node-ws a late-bound reference to it.
   let app: Hono<any> | undefined;
@@ -44,13 +60,18 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const make = () => createSandbox(undefined, config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
   const sandbox = opts.sandbox ?? make();
   const statelessSandbox = opts.sandbox ?? make();
-  const services = { sandbox };
-  const host = new StoreEpisodeHost(store, services, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
+  // Environment code runs in worker threads under a deadline; the sandboxes stay here, shared.
+  const engine = new EnvThreadPool(envs, {
+    services: (scope) => ({ sandbox: scope.key.startsWith("conn:") || scope.key.startsWith("ws:") ? statelessSandbox : sandbox }),
+    timeoutMs: config.envTimeoutMs,
+  });
+  const host = new StoreEpisodeHost(store, engine, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars }, budget);
   app = createApp({
     envs,
     host,
-    services: { sandbox: statelessSandbox },
-    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, services }),
+    engine,
+    clientKey: connectionKey,
+    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget }),
     maxBodyBytes: config.maxBodyBytes,
     readBody: readNodeBody,
     token: config.token,
@@ -59,12 +80,12 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
   const sandboxes = owned ? [sandbox, statelessSandbox] : [];
-  return { app, store, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
+  return { app, store, engine, budget, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }
 
 /** Start serving; resolves once the port is bound (port 0 picks a free one). */
 export function startServer(envs: readonly Environment[], config: Partial<ServerConfig> = {}, opts: NodeAppOptions = {}): Promise<RunningServer> {
-  const { app, store, sandboxes, injectWebSocket, wss } = buildNodeApp(envs, config, opts);
+  const { app, store, engine, sandboxes, injectWebSocket, wss } = buildNodeApp(envs, config, opts);
   const graceMs = config.shutdownGraceMs ?? 10_000;
   store.startSweeping();
   return new Promise((resolve, reject) => {
@@ -75,9 +96,11 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
         url: `http://${host}:${info.port}`,
         port: info.port,
         store,
+        engine,
         close: () =>
           (closing ??= shutdown(server, wss, graceMs).finally(async () => {
             store.stopSweeping();
+            await engine.dispose();
             await Promise.all(sandboxes.map((s) => s.dispose()));
           })),
       });

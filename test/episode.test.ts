@@ -91,8 +91,9 @@ describe("episode ids chosen by the client", () => {
   it("a step still running when its episode is closed and reset with the same id cannot overwrite the new episode", async () => {
     const { StoreEpisodeHost } = await import("../src/server/episode-host.ts");
     const { MemoryEpisodeStore } = await import("../src/server/episode-store.ts");
+    const { inlineEngine } = await import("../src/server/engine.ts");
     const { slow } = await import("./fixtures/test-envs.ts");
-    const host = new StoreEpisodeHost(new MemoryEpisodeStore());
+    const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine());
     await host.reset(slow, { episode_id: "rollout-17", seed: 1, args: { delay_ms: 200 } });
     const oldStep = host.step(slow, "rollout-17", { content: "ok" });
     await new Promise((r) => setTimeout(r, 20));

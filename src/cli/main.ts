@@ -4,7 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { configFromEnv } from "../server/config.ts";
-import { environments } from "../../envs/index.ts";
+import { importEnvironments } from "../env/source.ts";
 import type { Environment } from "../env/environment.ts";
 
 const USAGE = `usage: envworker <command> [options]
@@ -24,6 +24,12 @@ environment: PORT, HOST, ENVWORKER_TOKEN, ENVWORKER_MAX_EPISODES (10000),
              ENVWORKER_SANDBOX_CONCURRENCY (0 = one per CPU)`;
 
 class UsageError extends Error {}
+
+/**
+ * The shipped environments, loaded through importEnvironments so that each knows its module and
+ * the server can host it in worker threads.
+ */
+const environments = await importEnvironments(new URL("../../envs/index.ts", import.meta.url).href);
 
 function select(names: string[]): Environment[] {
   if (names.length === 0) return [...environments];

@@ -12,6 +12,7 @@ export type ErrorCode =
   | "EPISODE_DONE"
   | "PAYLOAD_TOO_LARGE"
   | "CAPACITY_REACHED"
+  | "OVERLOADED"
   | "UNAUTHORIZED"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
@@ -30,6 +31,8 @@ const STATUS: Record<ErrorCode, number> = {
   EPISODE_DONE: 409,
   PAYLOAD_TOO_LARGE: 413,
   CAPACITY_REACHED: 429,
+  // The memory budget is used up: retry after a while (Retry-After), nothing was lost.
+  OVERLOADED: 503,
   UNAUTHORIZED: 401,
   // An environment's own code failed (not the client's input): reported, never a crash.
   EXECUTION_ERROR: 500,
@@ -45,8 +48,14 @@ export class ApiError extends Error {
     super(message);
     this.name = "ApiError";
     this.code = code;
-    this.status = STATUS[code];
+    // Environment code that ran out of time is a gateway timeout, not a server fault.
+    this.status = code === "EXECUTION_ERROR" && reasonOf(details) === "TIMEOUT" ? 504 : STATUS[code];
     this.details = details;
+  }
+
+  /** The finer reason carried in details (`{reason: "TIMEOUT"}`), if any. */
+  get reason(): string | undefined {
+    return reasonOf(this.details);
   }
 
   toJSON(): { error: { code: ErrorCode; message: string; details?: unknown } } {
@@ -58,6 +67,11 @@ export class ApiError extends Error {
       },
     };
   }
+}
+
+function reasonOf(details: unknown): string | undefined {
+  const r = details && typeof details === "object" ? (details as { reason?: unknown }).reason : undefined;
+  return typeof r === "string" ? r : undefined;
 }
 
 /** Any thrown value as an ApiError; unknown failures become INTERNAL_ERROR without leaking stacks. */

@@ -10,14 +10,15 @@ import type { Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError, toApiError } from "../env/errors.ts";
-import { handleMcp, rpcError, RPC } from "./mcp.ts";
+import { rpcError, RPC } from "./mcp.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
-import { scoreItems } from "./score.ts";
+import { inlineEngine, type EnvEngine } from "./engine.ts";
+import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
-import { WsSession } from "./ws-session.ts";
+import { WsSession, wsError } from "./ws-session.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
@@ -29,8 +30,12 @@ export interface AppOptions {
   webSocket?: MiddlewareHandler<AppEnv> | undefined;
   /** Request bodies larger than this get 413 (default 1 MiB). */
   maxBodyBytes?: number;
-  /** Sandbox and friends for tools and reward functions of stateless routes (score, mcp). */
+  /** Sandbox and friends for tools and reward functions of stateless routes (score, mcp), when no engine is given. */
   services?: Services;
+  /** Where the stateless routes' environment code runs (default: inline with `services`). */
+  engine?: EnvEngine;
+  /** Who is asking, for fair queueing of stateless calls (Node: the connection). Default: one key for all. */
+  clientKey?: (c: Context) => string;
   /**
    * How the platform reads a request body as text, refusing more than `max` bytes with 413.
    * Default: web streams (Workers). Node reads the IncomingMessage directly, which is much faster
@@ -46,7 +51,10 @@ export type AppEnv = { Variables: { env: Environment } };
 export function createApp(opts: AppOptions): Hono<AppEnv> {
   const envs = new Map(opts.envs.map((e) => [e.name, e]));
   const maxBody = opts.maxBodyBytes ?? 1 << 20;
-  const services = opts.services ?? {};
+  const engine = opts.engine ?? inlineEngine(opts.services ?? {});
+  const clientKey = opts.clientKey ?? (() => "client");
+  /** The caller's scope for a stateless call: cancelled when the client goes away. */
+  const scopeOf = (c: Context) => ({ key: clientKey(c), signal: c.req.raw.signal });
   const readText = opts.readBody ?? readWebBody;
   const app = new Hono<AppEnv>();
   /** Parse a JSON body against a schema: INVALID_JSON or VALIDATION_ERROR (400) on failure. */
@@ -122,7 +130,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   app.post(`${b}/score`, async (c) => {
     const req = await readBody(c, ScoreRequestSchema);
-    return c.json({ results: await scoreItems(c.get("env"), req.items, services) });
+    return c.json({ results: await engine.score(c.get("env"), req.items, scopeOf(c)) });
   });
   app.post(`${b}/mcp`, async (c) => {
     const text = await readText(c, maxBody);
@@ -132,7 +140,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     } catch {
       return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
     }
-    const response = await handleMcp(c.get("env"), body, services);
+    const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : c.json(response);
   });
 
@@ -156,6 +164,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   const root = new Hono<AppEnv>();
   root.onError((err, c) => {
     const e = toApiError(err);
+    if (e.code === "OVERLOADED") c.header("retry-after", String(OVERLOADED_RETRY_AFTER_S));
     return c.json(e.toJSON(), e.status as 400);
   });
   root.notFound((c) => c.json(new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
@@ -173,17 +182,22 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 export function sessionWebSocket(
   upgrade: UpgradeWebSocket<any>,
   host: EpisodeHost,
-  opts: { maxWsMessageBytes?: number | undefined; services?: Services | undefined } = {},
+  opts: { maxWsMessageBytes?: number | undefined; services?: Services | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined } = {},
 ): MiddlewareHandler<AppEnv> {
   const maxMessageBytes = opts.maxWsMessageBytes ?? 1 << 20;
-  return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, services: opts.services ?? {} })));
+  const engine = opts.engine ?? inlineEngine(opts.services ?? {});
+  return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine }), opts.budget));
 }
 
 /** Messages a client may have waiting on one socket; a client flooding past it is cut off. */
 const MAX_PENDING_WS_MESSAGES = 64;
 
-/** Socket events → the session, one message at a time (OpenEnv clients are request/response). */
-function wsHandlers(session: WsSession) {
+/**
+ * Socket events → the session, one message at a time (OpenEnv clients are request/response).
+ * Waiting messages are held against the memory budget: past it, a message is answered with an
+ * OVERLOADED error instead of being queued.
+ */
+function wsHandlers(session: WsSession, budget: MemoryBudget | undefined) {
   let chain: Promise<void> = Promise.resolve();
   let pending = 0;
   let closed = false;
@@ -194,7 +208,7 @@ function wsHandlers(session: WsSession) {
   return {
     onMessage(evt: MessageEvent, ws: WSContext) {
       if (closed) return;
-      if (++pending > MAX_PENDING_WS_MESSAGES) {
+      if (pending + 1 > MAX_PENDING_WS_MESSAGES) {
         closed = true;
         ws.close(1008, `more than ${MAX_PENDING_WS_MESSAGES} messages waiting: send one at a time`);
         enqueue(() => session.dispose());
@@ -202,14 +216,27 @@ function wsHandlers(session: WsSession) {
       }
       const data = evt.data;
       const text = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
+      // Strings are counted at two bytes per character, like stored states.
+      const bytes = 2 * text.length;
+      try {
+        budget?.hold(bytes);
+      } catch (err) {
+        if (ws.readyState === 1) ws.send(JSON.stringify(wsError(toApiError(err))));
+        return;
+      }
+      pending++;
       enqueue(async () => {
         pending--;
-        if (closed) return;
-        const { reply, close } = await session.handle(text);
-        if (reply && ws.readyState === 1) ws.send(JSON.stringify(reply));
-        if (close) {
-          closed = true;
-          ws.close(1000, "closed by client");
+        try {
+          if (closed) return;
+          const { reply, close } = await session.handle(text);
+          if (reply && ws.readyState === 1) ws.send(JSON.stringify(reply));
+          if (close) {
+            closed = true;
+            ws.close(1000, "closed by client");
+          }
+        } finally {
+          budget?.release(bytes);
         }
       });
     },

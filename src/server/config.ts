@@ -16,7 +16,18 @@ export interface ServerConfig {
   token: string | undefined;
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
+  /** Deadline of one call into environment code (reset, step, score, a tool call over MCP). */
+  envTimeoutMs: number;
+  /** Memory the server keeps for clients (stored episodes, queued WebSocket messages) at most. */
+  maxMemoryBytes: number;
 }
+
+/**
+ * Default memory budget, MiB: well under V8's default heap limit (about 4 GiB on 64-bit), leaving
+ * room for transient copies (a state is in flight to an environment thread while the stored one
+ * is kept) and everything else the process holds.
+ */
+export const DEFAULT_MAX_MEMORY_MB = 1024;
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name];
@@ -39,5 +50,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     sandboxConcurrency: int(env, "ENVWORKER_SANDBOX_CONCURRENCY", 0),
     token: env.ENVWORKER_TOKEN || undefined,
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
+    envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
+    maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
   };
 }

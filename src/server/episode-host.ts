@@ -4,12 +4,13 @@
  * without touching either.
  */
 import type { Environment } from "../env/environment.ts";
-import { resetEpisode, stepEpisode, publicState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import { publicState, type ResetOptions, type StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { EpisodeStore } from "./episode-store.ts";
 import { newEpisodeId } from "./ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
-import type { Services } from "../env/services.ts";
+import type { EnvEngine } from "./engine.ts";
+import type { MemoryBudget } from "./memory.ts";
 
 export interface EpisodeHost {
   reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult>;
@@ -24,15 +25,21 @@ export class StoreEpisodeHost implements EpisodeHost {
 
   constructor(
     private readonly store: EpisodeStore,
-    private readonly services: Services = {},
+    /** Where environment code runs (inline, or worker threads on the Node server). */
+    private readonly engine: EnvEngine,
     /** Server-wide caps on an episode: steps (ENVWORKER_MAX_STEPS) and conversation size (ENVWORKER_MAX_EPISODE_CHARS). */
     private readonly limits: { maxSteps?: number | undefined; maxChars?: number | undefined } = {},
+    /** The server's memory budget (ENVWORKER_MAX_MEMORY_MB); none on Durable Objects, which hold one episode each. */
+    private readonly budget?: MemoryBudget,
   ) {}
 
   async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult> {
     const create = async (id: string) => {
-      const { state, result } = resetEpisode(env, id, { ...opts, ...this.limits });
-      await this.store.create(state);
+      // New episodes are the first thing refused when memory runs short: existing ones keep working.
+      this.budget?.admit(0);
+      const { state, result, bytes } = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id });
+      this.budget?.admit(bytes);
+      await this.store.create(state, bytes);
       return result;
     };
     // A client-chosen id may be one whose last step is still running (close, then reset with the
@@ -43,8 +50,10 @@ export class StoreEpisodeHost implements EpisodeHost {
   step(env: Environment, episodeId: string, action: Action): Promise<StepResult> {
     return this.serialized(episodeId, async () => {
       const current = await this.load(env, episodeId);
-      const { state, result } = await stepEpisode(env, current, action, this.services);
-      await this.store.put(state);
+      const { state, result, bytes } = await this.engine.step(env, current, action, { key: episodeId });
+      // A step that grows the episode past the budget is refused; the episode stays as it was.
+      this.budget?.admit(bytes - (this.store.bytesOf?.(episodeId) ?? 0));
+      await this.store.put(state, bytes);
       return result;
     });
   }

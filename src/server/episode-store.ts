@@ -7,11 +7,13 @@ import type { EpisodeState } from "../env/episode.ts";
 
 export interface EpisodeStore {
   /** Add a new episode; CAPACITY_REACHED when full, EPISODE_EXISTS when the id is taken. */
-  create(state: EpisodeState): Promise<void> | void;
+  create(state: EpisodeState, bytes?: number): Promise<void> | void;
   /** The episode, or undefined when unknown or expired. Counts as activity. */
   get(id: string): Promise<EpisodeState | undefined> | EpisodeState | undefined;
-  put(state: EpisodeState): Promise<void> | void;
+  put(state: EpisodeState, bytes?: number): Promise<void> | void;
   delete(id: string): Promise<boolean> | boolean;
+  /** What an episode's stored state costs in bytes (stores that keep a memory budget). */
+  bytesOf?(id: string): number;
 }
 
 export interface MemoryStoreOptions {
@@ -26,6 +28,8 @@ export interface MemoryStoreOptions {
 interface Entry {
   state: EpisodeState;
   lastUsed: number;
+  /** The state's size as counted by the memory budget (engine.ts stateBytes). */
+  bytes: number;
 }
 
 export class MemoryEpisodeStore implements EpisodeStore {
@@ -36,6 +40,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
   // expiry only ever looks at the oldest entries.
   private readonly entries = new Map<string, Entry>();
   private sweeper: ReturnType<typeof setInterval> | undefined;
+  private totalBytes = 0;
 
   constructor(opts: MemoryStoreOptions = {}) {
     this.maxEpisodes = opts.maxEpisodes ?? 10_000;
@@ -45,6 +50,15 @@ export class MemoryEpisodeStore implements EpisodeStore {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Bytes held by every stored state, as the memory budget counts them. */
+  get bytes(): number {
+    return this.totalBytes;
+  }
+
+  bytesOf(id: string): number {
+    return this.entries.get(id)?.bytes ?? 0;
   }
 
   /** Drop idle episodes every so often even when nobody calls; the timer never holds the process. */
@@ -64,13 +78,13 @@ export class MemoryEpisodeStore implements EpisodeStore {
     let dropped = 0;
     for (const [id, e] of this.entries) {
       if (e.lastUsed > cutoff) break; // ordered by last use: the rest are newer
-      this.entries.delete(id);
+      this.drop(id, e);
       dropped++;
     }
     return dropped;
   }
 
-  create(state: EpisodeState): void {
+  create(state: EpisodeState, bytes = 0): void {
     this.expireIdle();
     if (this.entries.has(state.episode_id)) {
       throw new ApiError("EPISODE_EXISTS", `episode ${state.episode_id} already exists`);
@@ -81,7 +95,8 @@ export class MemoryEpisodeStore implements EpisodeStore {
         max_sessions: this.maxEpisodes,
       });
     }
-    this.entries.set(state.episode_id, { state, lastUsed: this.now() });
+    this.entries.set(state.episode_id, { state, lastUsed: this.now(), bytes });
+    this.totalBytes += bytes;
   }
 
   get(id: string): EpisodeState | undefined {
@@ -89,23 +104,33 @@ export class MemoryEpisodeStore implements EpisodeStore {
     if (!e) return undefined;
     const now = this.now();
     if (now - e.lastUsed >= this.idleTimeoutMs) {
-      this.entries.delete(id);
+      this.drop(id, e);
       return undefined;
     }
     this.touch(id, e, now);
     return e.state;
   }
 
-  put(state: EpisodeState): void {
+  put(state: EpisodeState, bytes = 0): void {
     const e = this.entries.get(state.episode_id);
     // An episode closed or expired while its step ran stays gone.
     if (!e) return;
     e.state = state;
+    this.totalBytes += bytes - e.bytes;
+    e.bytes = bytes;
     this.touch(state.episode_id, e, this.now());
   }
 
   delete(id: string): boolean {
-    return this.entries.delete(id);
+    const e = this.entries.get(id);
+    if (!e) return false;
+    this.drop(id, e);
+    return true;
+  }
+
+  private drop(id: string, e: Entry): void {
+    this.entries.delete(id);
+    this.totalBytes -= e.bytes;
   }
 
   private touch(id: string, e: Entry, now: number): void {

@@ -6,8 +6,8 @@
 import type { Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
-import { handleMcp } from "./mcp.ts";
 import type { Services } from "../env/services.ts";
+import { inlineEngine, type EnvEngine } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
 
@@ -21,18 +21,22 @@ const WS_CODE: Partial<Record<ErrorCode, string>> = {
   PAYLOAD_TOO_LARGE: "VALIDATION_ERROR",
   CAPACITY_REACHED: "CAPACITY_REACHED",
   EXECUTION_ERROR: "EXECUTION_ERROR",
+  OVERLOADED: "CAPACITY_REACHED",
   INTERNAL_ERROR: "EXECUTION_ERROR",
 };
 
 export function wsError(err: ApiError): WsReply {
-  const data: Record<string, unknown> = { message: err.message, code: WS_CODE[err.code] ?? "SESSION_ERROR", reason: err.code };
+  // `reason` is our finer code: the error's own reason when it has one (EXECUTION_ERROR's TIMEOUT).
+  const data: Record<string, unknown> = { message: err.message, code: WS_CODE[err.code] ?? "SESSION_ERROR", reason: err.reason ?? err.code };
   if (err.code === "VALIDATION_ERROR" && err.details !== undefined) data.errors = err.details;
-  if (err.code === "CAPACITY_REACHED" && err.details && typeof err.details === "object") Object.assign(data, err.details);
+  if ((err.code === "CAPACITY_REACHED" || err.code === "OVERLOADED") && err.details && typeof err.details === "object") Object.assign(data, err.details);
   return { type: "error", data };
 }
 
 export interface WsSessionOptions {
   maxMessageBytes: number;
+  /** Runs MCP tool calls (default: inline with `services`). */
+  engine?: Pick<EnvEngine, "mcp">;
   services?: Services;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
@@ -40,6 +44,9 @@ export interface WsSessionOptions {
 
 export class WsSession {
   private episodeId: string | undefined;
+  private readonly engine: Pick<EnvEngine, "mcp">;
+  /** The fairness key of this connection's stateless calls (MCP). */
+  private readonly connectionKey = `ws:${crypto.randomUUID()}`;
 
   constructor(
     private readonly env: Environment,
@@ -47,6 +54,7 @@ export class WsSession {
     private readonly opts: WsSessionOptions,
   ) {
     this.episodeId = opts.episodeId;
+    this.engine = opts.engine ?? inlineEngine(opts.services ?? {});
   }
 
   /** The episode this connection plays, if any. */
@@ -105,7 +113,7 @@ export class WsSession {
       case "state":
         return { reply: { type: "state", data: await this.host.state(this.env, this.requireEpisode()) } };
       case "mcp": {
-        const response = await handleMcp(this.env, m.data, this.opts.services);
+        const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
         return response === null ? {} : { reply: { type: "mcp", data: response } };
       }
       case "close":

@@ -9,6 +9,7 @@ import { environments } from "../../envs/index.ts";
 import { configFromEnv } from "../server/config.ts";
 import type { Environment } from "../env/environment.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
+import { inlineEngine } from "../server/engine.ts";
 import type { ResetOptions, StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import { newEpisodeId } from "../server/ids.ts";
@@ -49,7 +50,7 @@ export class Episode extends DurableObject<WorkerBindings> {
     const config = configFromEnv(stringVars(env));
     this.store = new StorageEpisodeStore(ctx.storage, config.idleTimeoutMs);
     this.services = { sandbox: workersSandbox() };
-    this.host = new StoreEpisodeHost(this.store, this.services, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
+    this.host = new StoreEpisodeHost(this.store, inlineEngine(this.services), { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
     this.maxWsMessageBytes = config.maxWsMessageBytes;
   }
 

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
-import { bodyTooLarge, readWebBody } from "./body.ts";
+import { bodyTooLarge, readWebBody } from "../server/body.ts";
 
 export function readNodeBody(c: Context, max: number): Promise<string> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;

@@ -1,0 +1,25 @@
+/** Messages between the main thread (env-threads.ts) and an environment thread (env-thread.ts). */
+import type { EpisodeState, ResetOptions } from "../env/episode.ts";
+import type { ErrorCode } from "../env/errors.ts";
+import type { Action } from "../env/messages.ts";
+import type { RunOptions, RunResult } from "../sandbox/types.ts";
+import type { ScoreItem } from "../server/protocol.ts";
+
+export type CallOp =
+  | { op: "reset"; env: string; id: string; opts: ResetOptions }
+  | { op: "step"; env: string; state: EpisodeState; action: Action }
+  | { op: "score"; env: string; items: readonly ScoreItem[] }
+  | { op: "mcp"; env: string; body: unknown };
+
+export type ToThread =
+  | { t: "call"; id: number; seq: number; op: CallOp }
+  | { t: "service-result"; sid: number; result: RunResult }
+  | { t: "service-error"; sid: number; message: string };
+
+export type FromThread =
+  | { t: "ready"; envs: string[] }
+  | { t: "load-error"; message: string }
+  | { t: "done"; id: number; value: unknown }
+  | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown }
+  | { t: "crashed"; id: number; message: string; stack?: string | undefined }
+  | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions };

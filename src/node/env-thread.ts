@@ -1,0 +1,103 @@
+/**
+ * Worker-thread entry of env-threads.ts: hosts the environments (imported from the modules they
+ * were loaded from) and runs their code for the main thread, one message per call. Services
+ * (the code sandboxes) stay in the main thread, where their queues are shared fairly by every
+ * episode: a call's `sandbox.run` is forwarded there and its result sent back.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import type { Environment } from "../env/environment.ts";
+import { resetEpisode, stepEpisode } from "../env/episode.ts";
+import { ApiError } from "../env/errors.ts";
+import type { Services } from "../env/services.ts";
+import { importEnvironments } from "../env/source.ts";
+import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
+import { stateBytes } from "../server/engine.ts";
+import { handleMcp } from "../server/mcp.ts";
+import { scoreItems } from "../server/score.ts";
+import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
+
+const port = parentPort;
+if (!port) throw new Error("env-thread.ts must run in a worker thread");
+const { sources, services: serviceKinds, started } = workerData as { sources: string[]; services: Record<string, Sandbox["kind"]>; started: Int32Array };
+const post = (msg: FromThread) => port.postMessage(msg);
+
+const envs = new Map<string, Environment>();
+try {
+  for (const url of sources) for (const env of await importEnvironments(url)) envs.set(env.name, env);
+} catch (err) {
+  post({ t: "load-error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  throw err;
+}
+
+/** Service requests of calls in progress, by request id. */
+const waiting = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void }>();
+let nextServiceId = 1;
+
+/** The services one call sees: proxies whose runs are executed (and scheduled) by the main thread. */
+function servicesFor(call: number): Services {
+  const services: Record<string, Sandbox> = {};
+  for (const [name, kind] of Object.entries(serviceKinds)) {
+    services[name] = {
+      kind,
+      run(code: string, options: RunOptions = {}) {
+        const sid = nextServiceId++;
+        return new Promise<RunResult>((resolve, reject) => {
+          waiting.set(sid, { resolve, reject });
+          post({ t: "service", call, sid, name, code, options });
+        });
+      },
+      async dispose() {},
+    };
+  }
+  return services as Services;
+}
+
+async function run(op: CallOp, call: number): Promise<unknown> {
+  const env = envs.get(op.env);
+  if (!env) throw new ApiError("UNKNOWN_ENV", `environment ${op.env} is not loaded in this thread`);
+  switch (op.op) {
+    case "reset": {
+      const { state, result } = resetEpisode(env, op.id, op.opts);
+      return { state, result, bytes: stateBytes(state) };
+    }
+    case "step": {
+      const { state, result } = await stepEpisode(env, op.state, op.action, servicesFor(call));
+      return { state, result, bytes: stateBytes(state) };
+    }
+    case "score":
+      return scoreItems(env, op.items, servicesFor(call));
+    case "mcp":
+      return handleMcp(env, op.body, servicesFor(call));
+  }
+}
+
+port.on("message", (msg: ToThread) => {
+  switch (msg.t) {
+    case "call":
+      // Tells the main thread this call is under way: calls after it are not, and can move.
+      Atomics.store(started, 0, msg.seq);
+      run(msg.op, msg.id).then(
+        (value) => post({ t: "done", id: msg.id, value }),
+        (err: unknown) =>
+          post(
+            err instanceof ApiError
+              ? { t: "failed", id: msg.id, code: err.code, message: err.message, details: err.details }
+              : { t: "crashed", id: msg.id, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
+          ),
+      );
+      break;
+    case "service-result": {
+      const w = waiting.get(msg.sid);
+      waiting.delete(msg.sid);
+      w?.resolve(msg.result);
+      break;
+    }
+    case "service-error": {
+      const w = waiting.get(msg.sid);
+      waiting.delete(msg.sid);
+      w?.reject(new Error(msg.message));
+      break;
+    }
+  }
+});
+post({ t: "ready", envs: [...envs.keys()] });

@@ -1,0 +1,449 @@
+/**
+ * Environment code off the event loop (Node). Worker threads each host every environment, imported
+ * from the module it was loaded from (src/env/source.ts); reset, step, score and MCP calls are
+ * sent to them with the episode state as the plain JSON it already is. The main thread keeps only
+ * I/O, routing and the episode store.
+ *
+ * - A thread is handed a few calls at once (PIPELINE_DEPTH computing calls; one waiting for a
+ *   sandbox run, which the main thread executes, does not count), so it never sleeps between two
+ *   calls under load. A thread that has said nothing for STALL_MS is stalled (a call spins): the
+ *   calls it has not started yet (it marks each call it starts in shared memory) move to other
+ *   threads, it gets no new ones, and the pool grows (up to `maxThreads`) so the others keep
+ *   serving.
+ * - Waiting calls queue fairly: round-robin over their keys (episode ids, client ids), so one
+ *   client's backlog does not starve another's single call. A caller that gave up (its signal
+ *   fired) leaves the queue.
+ * - Each call has a deadline (ENVWORKER_ENV_TIMEOUT_S). Past it the call fails with
+ *   EXECUTION_ERROR (reason TIMEOUT); the episode is untouched because the main thread only stores
+ *   a state a call returned. A thread still busy with it is terminated and replaced; the other
+ *   calls it held are run again elsewhere (environment calls are functions of their inputs).
+ *
+ * Environments that were not loaded from a module (made in-process, e.g. in tests) cannot be
+ * re-imported in a thread: their calls run inline, as before.
+ */
+import { availableParallelism } from "node:os";
+import type { Worker } from "node:worker_threads";
+import type { Environment } from "../env/environment.ts";
+import type { EpisodeState, ResetOptions } from "../env/episode.ts";
+import { ApiError } from "../env/errors.ts";
+import type { Action } from "../env/messages.ts";
+import type { RubricScore } from "../env/rubric.ts";
+import { environmentSource } from "../env/source.ts";
+import { siblingModule, startWorker } from "./ts-worker.ts";
+import type { RunResult, Sandbox } from "../sandbox/types.ts";
+import { inlineEngine, type CallScope, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
+import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
+import { FairQueue } from "../server/fair-queue.ts";
+import type { JsonRpcResponse } from "../server/mcp.ts";
+import type { ScoreItem } from "../server/protocol.ts";
+
+export interface EnvThreadsOptions {
+  /** Services for environment code, narrowed per call (the sandbox's fair queue, cancellation). */
+  services: ScopeServices;
+  /** Deadline of one call (ENVWORKER_ENV_TIMEOUT_S; default 30 s). */
+  timeoutMs?: number;
+  /** Threads kept running (default: one per CPU). */
+  minThreads?: number;
+  /** Threads at most, while calls are slow (default: two more than minThreads). */
+  maxThreads?: number;
+  /** Heap limit of each thread, MiB (default 256): an environment that blows it costs its call, not the server. */
+  threadHeapMb?: number;
+}
+
+/** How often a call may be run again after the thread running it died under another call. */
+const MAX_ATTEMPTS = 2;
+/** Computing calls handed to one thread at a time. */
+const PIPELINE_DEPTH = 4;
+/** A thread holding computing calls that has been silent this long is stalled. */
+const STALL_MS = 250;
+
+interface Call {
+  readonly id: number;
+  readonly op: CallOp;
+  readonly scope: CallScope;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (err: unknown) => void;
+  /** Cancels the sandbox runs this call started (its deadline passed, or its caller gave up). */
+  readonly services: AbortController;
+  thread: EnvThread | undefined;
+  /** Sandbox runs it waits for; while > 0 the call does not hold its thread. */
+  waitingOn: number;
+  /** Its place among the calls handed to its thread (see EnvThread.started). */
+  seq: number;
+  attempts: number;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  settled: boolean;
+  onAbort: (() => void) | undefined;
+}
+
+class EnvThread {
+  readonly worker: Worker;
+  readonly ready: Promise<void>;
+  readonly calls = new Set<Call>();
+  /** [0]: the sequence number of the last call the thread started (it handles its messages in order). */
+  readonly started = new Int32Array(new SharedArrayBuffer(4));
+  /** Sequence numbers of the calls handed to this thread. */
+  sent = 0;
+  /** When the thread last said anything (or was handed its first computing call). */
+  lastHeard = performance.now();
+  stalled = false;
+  dead = false;
+  isReady = false;
+
+  constructor(sources: string[], services: Record<string, Sandbox["kind"]>, heapMb: number, onMessage: (t: EnvThread, m: FromThread) => void, onDeath: (t: EnvThread, why: string) => void) {
+    this.worker = startWorker(siblingModule("env-thread", import.meta.url), {
+      workerData: { sources, services, started: this.started },
+      resourceLimits: { maxOldGenerationSizeMb: heapMb },
+    });
+    this.worker.unref();
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.worker.on("message", (m: FromThread) => {
+        this.lastHeard = performance.now();
+        this.stalled = false;
+        if (m.t === "ready") {
+          this.isReady = true;
+          resolve();
+        } else if (m.t === "load-error") reject(new Error(m.message));
+        else onMessage(this, m);
+      });
+      const die = (why: string) => {
+        if (this.dead) return;
+        this.dead = true;
+        reject(new Error(why));
+        onDeath(this, why);
+      };
+      this.worker.on("error", (err) => die(err.message));
+      this.worker.on("exit", (code) => die(`exit code ${code}`));
+    });
+    this.ready.catch(() => {});
+  }
+
+  /** Calls it holds that are computing (not waiting for a sandbox run). */
+  get load(): number {
+    let n = 0;
+    for (const c of this.calls) if (c.waitingOn === 0) n++;
+    return n;
+  }
+
+  post(msg: ToThread): void {
+    if (!this.dead) this.worker.postMessage(msg);
+  }
+
+  kill(): void {
+    this.dead = true;
+    void this.worker.terminate();
+  }
+}
+
+export class EnvThreadPool implements EnvEngine {
+  private readonly threads = new Set<EnvThread>();
+  private readonly queue = new FairQueue<Call>();
+  private readonly calls = new Map<number, Call>();
+  private readonly inline: EnvEngine;
+  private readonly sources: string[];
+  private readonly threaded: Set<string>;
+  private readonly serviceKinds: Record<string, Sandbox["kind"]>;
+  private readonly timeoutMs: number;
+  private readonly minThreads: number;
+  private readonly maxThreads: number;
+  private readonly heapMb: number;
+  private nextId = 1;
+  private disposed = false;
+  private stallCheck: ReturnType<typeof setInterval> | undefined;
+  /** Threads terminated because a call overran its deadline (for tests and metrics). */
+  killed = 0;
+
+  constructor(
+    envs: readonly Environment[],
+    private readonly opts: EnvThreadsOptions,
+  ) {
+    this.inline = inlineEngine(opts.services);
+    const sources = new Set<string>();
+    this.threaded = new Set();
+    for (const env of envs) {
+      const src = environmentSource(env);
+      if (src === undefined) continue;
+      sources.add(src);
+      this.threaded.add(env.name);
+    }
+    this.sources = [...sources];
+    // Which services exist is fixed per server; the thread builds proxies for exactly these.
+    const probe = opts.services({ key: "" }) as Record<string, Sandbox | undefined>;
+    this.serviceKinds = Object.fromEntries(Object.entries(probe).flatMap(([k, v]) => (v && typeof v.run === "function" ? [[k, v.kind]] : [])));
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.minThreads = Math.max(1, opts.minThreads ?? availableParallelism());
+    this.maxThreads = Math.max(this.minThreads, opts.maxThreads ?? this.minThreads + 2);
+    // States are capped at ENVWORKER_MAX_EPISODE_CHARS (1M characters by default): a few MiB.
+    this.heapMb = opts.threadHeapMb ?? 256;
+    if (this.sources.length > 0) for (let i = 0; i < this.minThreads; i++) this.spawn();
+  }
+
+  /** Resolves once the first threads have loaded the environments (the server starts serving regardless). */
+  async warm(): Promise<void> {
+    await Promise.all([...this.threads].map((t) => t.ready));
+  }
+
+  get threadCount(): number {
+    return this.threads.size;
+  }
+
+  reset(env: Environment, id: string, opts: ResetOptions, scope: CallScope): Promise<Stepped> {
+    if (!this.threaded.has(env.name)) return this.inline.reset(env, id, opts, scope);
+    return this.call({ op: "reset", env: env.name, id, opts }, scope) as Promise<Stepped>;
+  }
+
+  step(env: Environment, state: EpisodeState, action: Action, scope: CallScope): Promise<Stepped> {
+    if (!this.threaded.has(env.name)) return this.inline.step(env, state, action, scope);
+    return this.call({ op: "step", env: env.name, state, action }, scope) as Promise<Stepped>;
+  }
+
+  score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]> {
+    if (!this.threaded.has(env.name)) return this.inline.score(env, items, scope);
+    return this.call({ op: "score", env: env.name, items }, scope) as Promise<RubricScore[]>;
+  }
+
+  mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null> {
+    if (!this.threaded.has(env.name)) return this.inline.mcp(env, body, scope);
+    return this.call({ op: "mcp", env: env.name, body }, scope) as Promise<JsonRpcResponse | null>;
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    for (const c of [...this.calls.values()]) this.settle(c, new ApiError("INTERNAL_ERROR", "the server is shutting down"));
+    clearInterval(this.stallCheck);
+    await Promise.all([...this.threads].map((t) => t.worker.terminate()));
+    this.threads.clear();
+  }
+
+  private call(op: CallOp, scope: CallScope): Promise<unknown> {
+    if (this.disposed) return Promise.reject(new ApiError("INTERNAL_ERROR", "the server is shutting down"));
+    if (scope.signal?.aborted) return Promise.reject(cancelled());
+    return new Promise((resolve, reject) => {
+      const call: Call = {
+        id: this.nextId++,
+        op,
+        scope,
+        resolve,
+        reject,
+        services: new AbortController(),
+        thread: undefined,
+        waitingOn: 0,
+        seq: 0,
+        attempts: 0,
+        timer: undefined,
+        settled: false,
+        onAbort: undefined,
+      };
+      this.calls.set(call.id, call);
+      if (scope.signal) {
+        call.onAbort = () => this.abandon(call, cancelled());
+        scope.signal.addEventListener("abort", call.onAbort, { once: true });
+      }
+      this.queue.push(scope.key, call);
+      this.pump();
+    });
+  }
+
+  /** Hand queued calls to threads with room; grow the pool when none has any. */
+  private pump(): void {
+    while (this.queue.size > 0) {
+      const thread = this.leastLoaded();
+      if (!thread) break;
+      this.dispatch(this.queue.shift()!, thread);
+    }
+    // Grow only past a stalled thread (a slow call): starting one costs about a second of CPU,
+    // more than pipelining into the threads there are gains under plain load.
+    const starting = [...this.threads].some((t) => !t.isReady && !t.dead);
+    const stalled = [...this.threads].filter((t) => t.stalled && !t.dead).length;
+    if (!starting && this.threads.size < Math.min(this.maxThreads, this.minThreads + stalled)) this.spawn();
+  }
+
+  /** The ready, unstalled thread with the fewest computing calls, if it has fewer than `depth`. */
+  private leastLoaded(depth = PIPELINE_DEPTH): EnvThread | undefined {
+    let best: EnvThread | undefined;
+    let bestLoad = depth;
+    for (const t of this.threads) {
+      if (!t.isReady || t.dead || t.stalled) continue;
+      const load = t.load;
+      if (load < bestLoad) {
+        best = t;
+        bestLoad = load;
+      }
+    }
+    return best;
+  }
+
+  /** Threads silent for STALL_MS with computing calls: move the calls they have not started. */
+  private checkStalls(): void {
+    if (this.calls.size === 0) {
+      clearInterval(this.stallCheck);
+      this.stallCheck = undefined;
+      return;
+    }
+    const now = performance.now();
+    for (const t of this.threads) {
+      if (t.dead || t.stalled || t.load === 0 || now - t.lastHeard < STALL_MS) continue;
+      t.stalled = true;
+      const started = Atomics.load(t.started, 0);
+      for (const call of [...t.calls].reverse()) {
+        if (call.seq <= started) continue;
+        this.detach(call);
+        if (call.settled) continue;
+        call.attempts--; // not its fault
+        this.queue.unshift(call.scope.key, call);
+      }
+    }
+    this.pump();
+  }
+
+  private dispatch(call: Call, thread: EnvThread): void {
+    if (thread.load === 0) thread.lastHeard = performance.now();
+    if (!this.stallCheck) {
+      this.stallCheck = setInterval(() => this.checkStalls(), STALL_MS / 5);
+      this.stallCheck.unref();
+    }
+    call.thread = thread;
+    call.seq = ++thread.sent;
+    call.attempts++;
+    thread.calls.add(call);
+    call.timer = setTimeout(() => this.timedOut(call), this.timeoutMs);
+    thread.post({ t: "call", id: call.id, seq: call.seq, op: call.op });
+  }
+
+  private timedOut(call: Call): void {
+    const thread = call.thread;
+    const computing = call.waitingOn === 0;
+    this.settle(call, new ApiError("EXECUTION_ERROR", `${call.op.env}: ${call.op.op} did not finish within ${this.timeoutMs / 1000} s`, { reason: "TIMEOUT" }));
+    this.detach(call);
+    // A thread still computing this call is stuck in it: replace the thread, and run the other
+    // calls it held again elsewhere.
+    if (thread && computing && !thread.dead) {
+      this.killed++;
+      this.retire(thread, "a call overran its deadline");
+    }
+    this.pump();
+  }
+
+  /**
+   * The caller gave up: it gets `err` now and the call's sandbox runs are cancelled. A call its
+   * thread is computing stays on that thread until it answers or its deadline kills the thread,
+   * so a spin nobody waits for still cannot hold a thread forever.
+   */
+  private abandon(call: Call, err: unknown): void {
+    if (call.settled) return;
+    this.queue.remove(call.scope.key, call);
+    this.settle(call, err);
+    if (call.thread && call.waitingOn > 0) this.detach(call);
+    this.pump();
+  }
+
+  /** Answer the caller (once). Where the call runs is detach()'s business. */
+  private settle(call: Call, outcome: unknown, ok = false): void {
+    if (call.settled) return;
+    call.settled = true;
+    this.calls.delete(call.id);
+    if (call.onAbort) call.scope.signal?.removeEventListener("abort", call.onAbort);
+    call.services.abort();
+    if (ok) call.resolve(outcome);
+    else call.reject(outcome);
+  }
+
+  /** Take a call off its thread (it answered, moved, or its thread is gone). */
+  private detach(call: Call): void {
+    clearTimeout(call.timer);
+    call.thread?.calls.delete(call);
+    call.thread = undefined;
+    call.waitingOn = 0;
+  }
+
+  private spawn(): void {
+    if (this.disposed) return;
+    const thread = new EnvThread(
+      this.sources,
+      this.serviceKinds,
+      this.heapMb,
+      (t, m) => this.onMessage(t, m),
+      (t, why) => this.onDeath(t, why),
+    );
+    this.threads.add(thread);
+    thread.ready.then(
+      () => this.pump(),
+      (err: Error) => {
+        if (this.disposed) return;
+        // Environments that cannot even load in a thread: fail what waits rather than spin.
+        console.error(`envworker: an environment thread failed to start: ${err.message}`);
+        this.threads.delete(thread);
+        if (this.threads.size === 0) for (const c of [...this.calls.values()]) this.settle(c, new ApiError("INTERNAL_ERROR", `environment threads cannot start: ${err.message.split("\n")[0]}`));
+      },
+    );
+  }
+
+  private retire(thread: EnvThread, why: string): void {
+    thread.kill();
+    this.onDeath(thread, why);
+  }
+
+  private onDeath(thread: EnvThread, why: string): void {
+    if (!this.threads.delete(thread)) return;
+    for (const call of [...thread.calls]) {
+      this.detach(call);
+      if (call.settled) continue; // nobody waits for it any more
+      if (call.attempts >= MAX_ATTEMPTS) {
+        this.settle(call, new ApiError("EXECUTION_ERROR", `${call.op.env}: the environment thread died (${why})`, { reason: "CRASHED" }));
+      } else this.queue.unshift(call.scope.key, call);
+    }
+    if (!this.disposed && this.threads.size < this.minThreads) this.spawn();
+    this.pump();
+  }
+
+  private onMessage(thread: EnvThread, m: FromThread): void {
+    if (m.t === "service") {
+      void this.serve(thread, m);
+      return;
+    }
+    if (m.t !== "done" && m.t !== "failed" && m.t !== "crashed") return;
+    // An answer for a call this thread no longer holds (it timed out, or moved) is ignored.
+    let call: Call | undefined;
+    for (const c of thread.calls) if (c.id === m.id) call = c;
+    if (!call) return;
+    this.detach(call);
+    if (call.settled) this.pump();
+    else if (m.t === "done") this.settle(call, m.value, true);
+    else if (m.t === "failed") this.settle(call, new ApiError(m.code, m.message, m.details));
+    else {
+      console.error(`envworker: ${call.op.env}: ${call.op.op} failed:`, m.stack ?? m.message);
+      this.settle(call, new ApiError("INTERNAL_ERROR", m.message));
+    }
+    this.pump();
+  }
+
+  /** A sandbox run for a call, in the main thread's sandbox (fair queue keyed by the call's scope). */
+  private async serve(thread: EnvThread, m: Extract<FromThread, { t: "service" }>): Promise<void> {
+    const call = this.calls.get(m.call);
+    if (!call || call.thread !== thread) {
+      thread.post({ t: "service-error", sid: m.sid, message: "the call was abandoned" });
+      return;
+    }
+    const service = (this.opts.services({ key: call.scope.key, signal: call.services.signal }) as Record<string, Sandbox | undefined>)[m.name];
+    if (!service) {
+      thread.post({ t: "service-error", sid: m.sid, message: `no ${m.name} service on this server` });
+      return;
+    }
+    call.waitingOn++;
+    this.pump(); // the thread is free for another call while this one waits
+    let result: RunResult | undefined;
+    let failure: string | undefined;
+    try {
+      result = await service.run(m.code, m.options);
+    } catch (err) {
+      failure = err instanceof Error ? err.message : String(err);
+    }
+    if (call.settled || call.thread !== thread) return;
+    call.waitingOn--;
+    thread.post(result ? { t: "service-result", sid: m.sid, result } : { t: "service-error", sid: m.sid, message: failure! });
+  }
+}
+
+function cancelled(): ApiError {
+  return new ApiError("EXECUTION_ERROR", "the caller gave up on this call", { reason: "CANCELLED" });
+}

@@ -1,0 +1,70 @@
+/**
+ * Where environment code runs. Everything an environment author wrote (reset's generator, respond,
+ * tools, rewards, parsers) is reached through an EnvEngine, so a platform decides where it runs:
+ * inline on the caller's thread (Workers, where each Durable Object contains its own episode, and
+ * in-process eval), or on a pool of worker threads with a deadline per call (the Node server; see
+ * env-threads.ts), so that a slow or runaway environment never stalls the event loop.
+ */
+import type { Environment } from "../env/environment.ts";
+import { resetEpisode, stepEpisode, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import type { Action } from "../env/messages.ts";
+import type { RubricScore } from "../env/rubric.ts";
+import type { Services } from "../env/services.ts";
+import { handleMcp, type JsonRpcResponse } from "./mcp.ts";
+import type { ScoreItem } from "./protocol.ts";
+import { scoreItems } from "./score.ts";
+
+/** Who a call is for: the fairness key of its queue, and a signal that fires when the caller gives up. */
+export interface CallScope {
+  /** An episode id for episode calls; a client (connection) id for stateless ones. */
+  key: string;
+  signal?: AbortSignal | undefined;
+}
+
+export interface Stepped {
+  state: EpisodeState;
+  result: StepResult;
+  /** What the stored state costs, counted against the server's memory budget (see memory.ts). */
+  bytes: number;
+}
+
+export interface EnvEngine {
+  reset(env: Environment, id: string, opts: ResetOptions, scope: CallScope): Promise<Stepped>;
+  step(env: Environment, state: EpisodeState, action: Action, scope: CallScope): Promise<Stepped>;
+  score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]>;
+  mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * The memory an episode's state holds, as counted by the budget: its JSON size at two bytes per
+ * character (V8 strings are one or two bytes per character; counting two keeps the budget an
+ * upper bound). Computed by whichever thread ran the step, never on the event loop of the pool.
+ */
+export function stateBytes(state: EpisodeState): number {
+  return 2 * JSON.stringify(state).length;
+}
+
+/**
+ * Services as one call sees them: a platform may narrow them to the call's scope (the sandbox's
+ * fair queue keyed by episode, cancelled with the call).
+ */
+export type ScopeServices = (scope: CallScope) => Services;
+
+/** Environment code on the caller's own thread. */
+export function inlineEngine(services: Services | ScopeServices = {}): EnvEngine {
+  const forScope: ScopeServices = typeof services === "function" ? services : () => services;
+  return {
+    async reset(env, id, opts) {
+      const { state, result } = resetEpisode(env, id, opts);
+      return { state, result, bytes: stateBytes(state) };
+    },
+    async step(env, previous, action, scope) {
+      const { state, result } = await stepEpisode(env, previous, action, forScope(scope));
+      return { state, result, bytes: stateBytes(state) };
+    },
+    score: (env, items, scope) => scoreItems(env, items, forScope(scope)),
+    mcp: (env, body, scope) => handleMcp(env, body, forScope(scope)),
+    async dispose() {},
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * A queue that is fair across keys: items come out round-robin over the keys that have any, in
+ * arrival order within a key. One key's backlog of a thousand items delays another key's single
+ * item by at most one item per other key.
+ */
+export class FairQueue<T> {
+  private readonly byKey = new Map<string, T[]>();
+  /** Keys with items, in the order they are served; a served key goes to the back. */
+  private readonly order: string[] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  push(key: string, item: T): void {
+    this.add(key, item, false);
+  }
+
+  /** Put an item at the front of its key, and its key at the front of the round (a retry). */
+  unshift(key: string, item: T): void {
+    this.add(key, item, true);
+  }
+
+  shift(): T | undefined {
+    const key = this.order.shift();
+    if (key === undefined) return undefined;
+    const items = this.byKey.get(key)!;
+    const item = items.shift()!;
+    this.count--;
+    if (items.length > 0) this.order.push(key);
+    else this.byKey.delete(key);
+    return item;
+  }
+
+  /** Drop a queued item (its caller gave up); false when it was not queued. */
+  remove(key: string, item: T): boolean {
+    const items = this.byKey.get(key);
+    const i = items?.indexOf(item) ?? -1;
+    if (!items || i < 0) return false;
+    items.splice(i, 1);
+    this.count--;
+    if (items.length === 0) {
+      this.byKey.delete(key);
+      this.order.splice(this.order.indexOf(key), 1);
+    }
+    return true;
+  }
+
+  private add(key: string, item: T, front: boolean): void {
+    let items = this.byKey.get(key);
+    if (!items) {
+      items = [];
+      this.byKey.set(key, items);
+      if (front) this.order.unshift(key);
+      else this.order.push(key);
+    }
+    if (front) items.unshift(item);
+    else items.push(item);
+    this.count++;
+  }
+}

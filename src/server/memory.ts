@@ -1,0 +1,47 @@
+/**
+ * The server's memory budget (ENVWORKER_MAX_MEMORY_MB): what it keeps for clients — every stored
+ * episode state, every WebSocket message waiting its turn — counted against one limit. Past it,
+ * work that would keep more (a new episode, a step that grows one, another queued message) is
+ * refused with 503 OVERLOADED and a Retry-After; what is already kept keeps working.
+ */
+import { ApiError } from "../env/errors.ts";
+
+/** Seconds a refused client is told to wait (Retry-After). */
+export const OVERLOADED_RETRY_AFTER_S = 5;
+
+export class MemoryBudget {
+  /** Bytes held outside the episode store (queued WebSocket messages). */
+  private held = 0;
+
+  constructor(
+    readonly limitBytes: number,
+    /** Bytes the episode store holds now. */
+    private readonly stored: () => number,
+  ) {}
+
+  get usedBytes(): number {
+    return this.stored() + this.held;
+  }
+
+  /** Throws OVERLOADED unless `extra` more bytes fit (`admit(0)`: is there room at all). */
+  admit(extra: number): void {
+    const used = this.usedBytes;
+    if (used + Math.max(0, extra) > this.limitBytes || (extra === 0 && used >= this.limitBytes)) {
+      throw new ApiError(
+        "OVERLOADED",
+        `the server's memory budget (${Math.round(this.limitBytes / 2 ** 20)} MiB for episodes and queued messages) is used up; retry later, or close finished episodes`,
+        { retry_after_s: OVERLOADED_RETRY_AFTER_S },
+      );
+    }
+  }
+
+  /** Keep `bytes` more (a queued message), or throw OVERLOADED; give them back with release(). */
+  hold(bytes: number): void {
+    this.admit(bytes);
+    this.held += bytes;
+  }
+
+  release(bytes: number): void {
+    this.held -= bytes;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * Environment code runs off the event loop (src/node/env-threads.ts): a reward that spins for a
+ * minute, served next to reverse-text, costs its own call a coded timeout and nothing else.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { importEnvironments } from "../src/env/source.ts";
+import { startServer, type RunningServer } from "../src/node.ts";
+import { FairQueue } from "../src/server/fair-queue.ts";
+import { get, post } from "./helpers/http.ts";
+import { reverseTextGold } from "./helpers/oracles.ts";
+import { OpenEnvWsClient } from "./helpers/ws-client.ts";
+
+let server: RunningServer;
+
+beforeAll(async () => {
+  const shipped = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
+  const slow = await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href);
+  const reverseText = shipped.find((e) => e.name === "reverse-text")!;
+  const mathTools = shipped.find((e) => e.name === "math-tools")!;
+  server = await startServer([reverseText, mathTools, ...slow], { port: 0, envTimeoutMs: 2000 });
+  await server.engine.warm();
+}, 60_000);
+afterAll(() => server?.close());
+
+/** Plays reverse-text episodes until `until` settles; returns each episode's latency in ms. */
+async function probe(until: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void until.finally(() => (done = true));
+  const latencies: number[] = [];
+  const base = `${server.url}/envs/reverse-text`;
+  while (!done) {
+    const t0 = performance.now();
+    const r = await post(`${base}/reset`, {});
+    const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: reverseTextGold(r.body.observation.messages) } });
+    expect(s.body.reward).toBe(1);
+    latencies.push(performance.now() - t0);
+  }
+  return latencies;
+}
+
+describe("environment threads", () => {
+  it("hosts environments loaded from a module in threads", () => {
+    expect(server.engine.threadCount).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a reward that spins gets EXECUTION_ERROR/TIMEOUT; reverse-text is served meanwhile; the episode is kept", async () => {
+    const base = `${server.url}/envs/slow-reward`;
+    const r = await post(`${base}/reset`, { seed: 3 });
+    const id = r.body.episode_id;
+    const first = await post(`${base}/step`, { episode_id: id, action: { content: "ok" } });
+    expect(first.body.done).toBe(false);
+    const killedBefore = server.engine.killed;
+
+    const slowStep = post(`${base}/step`, { episode_id: id, action: { content: "spin" } });
+    const latencies = await probe(slowStep);
+    const slow = await slowStep;
+    expect(slow.status).toBe(504);
+    expect(slow.body.error).toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "TIMEOUT" } });
+    // The issue's bound for the other client: served within 1 s throughout.
+    expect(latencies.length).toBeGreaterThan(3);
+    expect(Math.max(...latencies)).toBeLessThan(1000);
+    // The thread that was stuck is replaced.
+    expect(server.engine.killed).toBe(killedBefore + 1);
+
+    // The episode is as it was before the step, and the next step works.
+    const state = await get(`${base}/state?episode_id=${id}`);
+    expect(state.body).toMatchObject({ step_count: 1, done: false });
+    const last = await post(`${base}/step`, { episode_id: id, action: { content: "ok" } });
+    expect(last.body).toMatchObject({ done: true, reward: 1 });
+  });
+
+  it("a spinning respond over the WebSocket gets an EXECUTION_ERROR with reason TIMEOUT, and the session goes on", async () => {
+    const ws = await OpenEnvWsClient.connect(`${server.url}/envs/slow-reward`);
+    await ws.reset({ seed: 1 });
+    const stuck = await ws.step({ content: "spin-respond" });
+    expect(stuck.type).toBe("error");
+    expect(stuck.data).toMatchObject({ code: "EXECUTION_ERROR", reason: "TIMEOUT" });
+    const ok = await ws.step({ content: "ok" });
+    expect(ok.type).toBe("observation");
+    expect(ok.data.observation.turn).toBe(1);
+    ws.close();
+  });
+
+  it("a reward that blows its thread's heap costs that call only", async () => {
+    const base = `${server.url}/envs/greedy-reward`;
+    const r = await post(`${base}/reset`, {});
+    const step = post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: "grow" } });
+    const latencies = await probe(step);
+    const res = await step;
+    // The thread dies of its heap limit, or (on a crowded machine) the deadline comes first; the
+    // pool test below pins the crash itself.
+    expect(res.body.error.code).toBe("EXECUTION_ERROR");
+    expect(res.status).toBe(res.body.error.details.reason === "TIMEOUT" ? 504 : 500);
+    expect(["CRASHED", "TIMEOUT"]).toContain(res.body.error.details.reason);
+    expect(Math.max(...latencies, 0)).toBeLessThan(1000);
+    const health = await get(`${server.url}/health`);
+    expect(health.status).toBe(200);
+    // The episode is untouched and can be played.
+    const again = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: "ok" } });
+    expect(again.body).toMatchObject({ done: true, reward: 1 });
+  }, 60_000);
+
+  it("tools reach the main thread's sandbox from an environment thread", async () => {
+    const base = `${server.url}/envs/math-tools`;
+    const r = await post(`${base}/reset`, { seed: 1 });
+    const call = { id: "c1", type: "function", function: { name: "javascript", arguments: JSON.stringify({ code: "6 * 7" }) } };
+    const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: null, tool_calls: [call] } });
+    expect(s.status).toBe(200);
+    expect(s.body.observation.messages[0]).toMatchObject({ role: "tool", tool_call_id: "c1" });
+    expect(s.body.observation.messages[0].content).toContain("42");
+  });
+});
+
+describe("EnvThreadPool", () => {
+  it("a call that kills its thread (heap exhausted) fails with reason CRASHED; the pool replaces the thread", async () => {
+    const { EnvThreadPool } = await import("../src/node/env-threads.ts");
+    const [, greedy] = await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href);
+    const pool = new EnvThreadPool([greedy!], { services: () => ({}), minThreads: 1, threadHeapMb: 64, timeoutMs: 60_000 });
+    try {
+      const started = await pool.reset(greedy!, "e1", { seed: 1 }, { key: "e1" });
+      const crash = pool.step(greedy!, started.state, { content: "grow" }, { key: "e1" });
+      await expect(crash).rejects.toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "CRASHED" } });
+      const fine = await pool.step(greedy!, started.state, { content: "ok" }, { key: "e1" });
+      expect(fine.result).toMatchObject({ done: true, reward: 1 });
+      expect(fine.bytes).toBeGreaterThan(0);
+    } finally {
+      await pool.dispose();
+    }
+  }, 60_000);
+
+  it("a caller that gives up leaves the queue", async () => {
+    const { EnvThreadPool } = await import("../src/node/env-threads.ts");
+    const [slow] = await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href);
+    const pool = new EnvThreadPool([slow!], { services: () => ({}), minThreads: 1, maxThreads: 2, timeoutMs: 1500 });
+    try {
+      const reset = await pool.reset(slow!, "a", { seed: 1 }, { key: "a" });
+      // After one turn, the next answer ends the episode and so runs the reward.
+      const a = await pool.step(slow!, reset.state, { content: "ok" }, { key: "a" });
+      const gaveUp = new AbortController();
+      const spinning = pool.step(slow!, a.state, { content: "spin" }, { key: "a", signal: gaveUp.signal });
+      // Queued behind the spinning one on the only thread, then given up on as well.
+      const queuedGaveUp = new AbortController();
+      const queued = pool.step(slow!, a.state, { content: "ok" }, { key: "b", signal: queuedGaveUp.signal });
+      gaveUp.abort();
+      queuedGaveUp.abort();
+      await expect(spinning).rejects.toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "CANCELLED" } });
+      await expect(queued).rejects.toMatchObject({ details: { reason: "CANCELLED" } });
+      // Nobody waits for the spin any more, but it still may not hold its thread past the deadline.
+      await expect.poll(() => pool.killed, { timeout: 10_000 }).toBe(1);
+      const after = await pool.step(slow!, a.state, { content: "ok" }, { key: "a" });
+      expect(after.result).toMatchObject({ done: true, reward: 1 });
+    } finally {
+      await pool.dispose();
+    }
+  });
+});
+
+describe("FairQueue", () => {
+  it("serves keys round-robin, in order within a key, and drops removed items", () => {
+    const q = new FairQueue<string>();
+    for (let i = 0; i < 5; i++) q.push("flood", `f${i}`);
+    q.push("probe", "p0");
+    q.push("other", "o0");
+    expect([q.shift(), q.shift(), q.shift(), q.shift()]).toEqual(["f0", "p0", "o0", "f1"]);
+    expect(q.remove("flood", "f3")).toBe(true);
+    expect(q.remove("flood", "f3")).toBe(false);
+    q.unshift("probe", "p-retry");
+    expect([q.shift(), q.shift(), q.shift(), q.shift()]).toEqual(["p-retry", "f2", "f4", undefined]);
+    expect(q.size).toBe(0);
+  });
+});
