@@ -116,7 +116,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);
-    return c.json(await opts.host.step(c.get("env"), req.episode_id, req.action));
+    return c.json(await opts.host.step(c.get("env"), req.episode_id, req.action, c.req.raw.signal));
   });
   app.get(`${b}/state`, async (c) => {
     const id = c.req.query("episode_id");

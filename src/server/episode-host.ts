@@ -14,7 +14,8 @@ import type { MemoryBudget } from "./memory.ts";
 
 export interface EpisodeHost {
   reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult>;
-  step(env: Environment, episodeId: string, action: Action): Promise<StepResult>;
+  /** `signal`: the caller gave up (an HTTP client disconnected): the step is cancelled, the episode kept. */
+  step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult>;
   state(env: Environment, episodeId: string): Promise<JsonObject>;
   close(env: Environment, episodeId: string): Promise<boolean>;
 }
@@ -47,10 +48,10 @@ export class StoreEpisodeHost implements EpisodeHost {
     return opts.episode_id === undefined ? create(newEpisodeId()) : this.serialized(opts.episode_id, () => create(opts.episode_id!));
   }
 
-  step(env: Environment, episodeId: string, action: Action): Promise<StepResult> {
+  step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult> {
     return this.serialized(episodeId, async () => {
       const current = await this.load(env, episodeId);
-      const { state, result, bytes } = await this.engine.step(env, current, action, { key: episodeId });
+      const { state, result, bytes } = await this.engine.step(env, current, action, { key: episodeId, signal });
       // A step that grows the episode past the budget is refused; the episode stays as it was.
       this.budget?.admit(bytes - (this.store.bytesOf?.(episodeId) ?? 0));
       await this.store.put(state, bytes);
