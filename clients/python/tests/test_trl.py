@@ -396,6 +396,27 @@ class RealTrainerTests(unittest.TestCase):
             self.assertIn("rewards/reverse-text/mean", logged)
             self.assertIn("rewards/reverse-text/lcs_reward_func/mean", logged)
 
+    def test_dataset_alone(self) -> None:
+        import tempfile
+
+        def length_penalty(completions: List[Any], **kwargs: Any) -> List[float]:
+            return [-len(c[-1]["content"]) / 100.0 for c in completions]
+
+        with tempfile.TemporaryDirectory() as tmp:
+            t = self.trainer(tmp, train_dataset=etrl.dataset(URL, "wordle", count=8), reward_funcs=[length_penalty])
+            t.train()
+            self.assertTrue(any("rewards/length_penalty/mean" in entry for entry in t.state.log_history))
+
+    def test_environment_factory_without_dataset(self) -> None:
+        import tempfile
+
+        Env = etrl.environment_factory(URL, "wordle", reply_tool="guess", group_size=2)
+        with tempfile.TemporaryDirectory() as tmp:
+            t = self.trainer(tmp, tools=True, environment_factory=Env)
+            t.train()
+            logged = {k for entry in t.state.log_history for k in entry}
+            self.assertIn("rewards/WordleEnv/mean", logged)
+
     def test_environment_factory(self) -> None:
         import tempfile
 
