@@ -63,6 +63,13 @@ describe("POST B/examples and score by reference", () => {
     const past = await post(`${B("reverse-text")}/examples`, { start: 10_000 });
     expect(past.status).toBe(200);
     expect(past.body.examples).toEqual([]);
+    // Seeds on a dataset pick the rows a reset(seed) picks; the reference names the row.
+    const bySeed = await post(`${B("reverse-text")}/examples`, { seeds: [3] });
+    const seeded = await post(`${B("reverse-text")}/reset`, { seed: 3 });
+    expect(bySeed.body.examples[0].index).toBe(seeded.body.observation.info.index);
+    expect(bySeed.body.examples[0].example).toBe(seeded.body.observation.info.example);
+    expect(Object.keys(decode(bySeed.body.examples[0].example))).not.toContain("n");
+    await post(`${B("reverse-text")}/close`, { episode_id: seeded.body.episode_id });
     const meta = await post(`${B("reverse-text")}/examples`, { count: 0 });
     expect(meta.body).toMatchObject({ examples: [], total: 200 });
   });
