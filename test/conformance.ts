@@ -165,6 +165,36 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         expect(res.body.results.map((r: { reward: number }) => r.reward)).toEqual([1, 0.4, 0]);
         expect(res.body.results[0].metrics).toEqual({ lcs_reward_func: 1 });
       });
+
+      it("lists examples without episodes, resets and scores by their reference", async () => {
+        const list = await post(`${rt()}/examples`, { split: "eval", start: 2, count: 2 });
+        expect(list.status).toBe(200);
+        expect(list.body.total).toBeGreaterThan(2);
+        expect(list.body.examples.map((e: { index: number }) => e.index)).toEqual([2, 3]);
+        const [ex] = list.body.examples;
+        expect(JSON.stringify(list.body)).not.toContain('"answer"');
+        const reset = await post(`${rt()}/reset`, { example: ex.example });
+        expect(reset.status).toBe(200);
+        expect(reset.body.observation.messages).toEqual(ex.prompt);
+        expect(reset.body.observation.info.example).toBe(ex.example);
+        await post(`${rt()}/close`, { episode_id: reset.body.episode_id });
+        const scored = await post(`${rt()}/score`, { items: [{ example: ex.example, completion: reverseTextGold(ex.prompt) }, { example: ex.example, completion: "x" }] });
+        expect(scored.status).toBe(200);
+        expect(scored.body.results.map((r: { reward: number }) => r.reward >= 1)).toEqual([true, false]);
+        // A generated environment is listed by seed; its prompts are the ones reset(seed) gives.
+        const gen = await post(`${as()}/examples`, { seeds: [5] });
+        expect(gen.body.total).toBeNull();
+        const genReset = await post(`${as()}/reset`, { seed: 5 });
+        expect(gen.body.examples[0].prompt).toEqual(genReset.body.observation.messages);
+        await post(`${as()}/close`, { episode_id: genReset.body.episode_id });
+        // A reference is re-derived, never trusted: another environment's, or a garbled one, is a 400.
+        for (const bad of [gen.body.examples[0].example, ex.example.slice(0, -3), "forged"]) {
+          const r = await post(`${rt()}/score`, { items: [{ example: bad, completion: "x" }] });
+          expect([r.status, r.body.error?.code]).toEqual([400, "VALIDATION_ERROR"]);
+        }
+        const tooMany = await post(`${rt()}/examples`, { count: 100_000 });
+        expect([tooMany.status, tooMany.body.error?.code]).toEqual([400, "VALIDATION_ERROR"]);
+      });
     });
 
     describe("bad input over HTTP gets the documented JSON error", () => {

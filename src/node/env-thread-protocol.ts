@@ -1,15 +1,17 @@
 /** Messages between the main thread (env-threads.ts) and an environment thread (env-thread.ts). */
-import type { EpisodeState, ResetOptions } from "../env/episode.ts";
+import type { EpisodeState } from "../env/episode.ts";
 import type { ErrorCode } from "../env/errors.ts";
 import type { Action } from "../env/messages.ts";
 import type { RunOptions, RunResult } from "../sandbox/types.ts";
-import type { ScoreItem } from "../server/protocol.ts";
+import type { EngineResetOptions } from "../server/engine.ts";
+import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
 
 export type CallOp =
-  | { op: "reset"; env: string; id: string; opts: ResetOptions }
+  | { op: "reset"; env: string; id: string; opts: EngineResetOptions }
   | { op: "step"; env: string; state: EpisodeState; action: Action }
   | { op: "score"; env: string; items: readonly ScoreItem[] }
-  | { op: "mcp"; env: string; body: unknown };
+  | { op: "mcp"; env: string; body: unknown }
+  | { op: "examples"; env: string; req: ExamplesRequest };
 
 export type ToThread =
   | { t: "call"; id: number; seq: number; op: CallOp }

@@ -6,12 +6,13 @@
  */
 import { parentPort, workerData } from "node:worker_threads";
 import type { Environment } from "../env/environment.ts";
-import { resetEpisode, stepEpisode } from "../env/episode.ts";
+import { stepEpisode } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
 import { importEnvironments } from "../env/source.ts";
 import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 import { stateBytes } from "../server/engine.ts";
+import { listExamples, resetFromRequest } from "../server/examples.ts";
 import { handleMcp } from "../server/mcp.ts";
 import { scoreItems } from "../server/score.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
@@ -57,7 +58,7 @@ async function run(op: CallOp, call: number): Promise<unknown> {
   if (!env) throw new ApiError("UNKNOWN_ENV", `environment ${op.env} is not loaded in this thread`);
   switch (op.op) {
     case "reset": {
-      const { state, result } = resetEpisode(env, op.id, op.opts);
+      const { state, result } = await resetFromRequest(env, op.id, op.opts);
       return { state, result, bytes: stateBytes(state) };
     }
     case "step": {
@@ -68,6 +69,8 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       return scoreItems(env, op.items, servicesFor(call));
     case "mcp":
       return handleMcp(env, op.body, servicesFor(call));
+    case "examples":
+      return listExamples(env, op.req);
   }
 }
 

@@ -24,18 +24,18 @@
 import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import type { Environment } from "../env/environment.ts";
-import type { EpisodeState, ResetOptions } from "../env/episode.ts";
+import type { EpisodeState } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Action } from "../env/messages.ts";
 import type { RubricScore } from "../env/rubric.ts";
 import { environmentSource } from "../env/source.ts";
 import { siblingModule, startWorker } from "./ts-worker.ts";
 import type { RunResult, Sandbox } from "../sandbox/types.ts";
-import { inlineEngine, type CallScope, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
+import { inlineEngine, type CallScope, type EngineResetOptions, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
 import { FairQueue } from "../server/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
-import type { ScoreItem } from "../server/protocol.ts";
+import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
 
 export interface EnvThreadsOptions {
   /** Services for environment code, narrowed per call (the sandbox's fair queue, cancellation). */
@@ -187,7 +187,7 @@ export class EnvThreadPool implements EnvEngine {
     return this.threads.size;
   }
 
-  reset(env: Environment, id: string, opts: ResetOptions, scope: CallScope): Promise<Stepped> {
+  reset(env: Environment, id: string, opts: EngineResetOptions, scope: CallScope): Promise<Stepped> {
     if (!this.threaded.has(env.name)) return this.inline.reset(env, id, opts, scope);
     return this.call({ op: "reset", env: env.name, id, opts }, scope) as Promise<Stepped>;
   }
@@ -200,6 +200,11 @@ export class EnvThreadPool implements EnvEngine {
   score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]> {
     if (!this.threaded.has(env.name)) return this.inline.score(env, items, scope);
     return this.call({ op: "score", env: env.name, items }, scope) as Promise<RubricScore[]>;
+  }
+
+  examples(env: Environment, req: ExamplesRequest, scope: CallScope): Promise<unknown> {
+    if (!this.threaded.has(env.name)) return this.inline.examples(env, req, scope);
+    return this.call({ op: "examples", env: env.name, req }, scope);
   }
 
   mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null> {

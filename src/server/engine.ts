@@ -6,12 +6,13 @@
  * env-threads.ts), so that a slow or runaway environment never stalls the event loop.
  */
 import type { Environment } from "../env/environment.ts";
-import { resetEpisode, stepEpisode, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import { stepEpisode, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
 import type { Action } from "../env/messages.ts";
 import type { RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
 import { handleMcp, type JsonRpcResponse } from "./mcp.ts";
-import type { ScoreItem } from "./protocol.ts";
+import { listExamples, resetFromRequest } from "./examples.ts";
+import type { ExamplesRequest, ScoreItem } from "./protocol.ts";
 import { scoreItems } from "./score.ts";
 
 /** Who a call is for: the fairness key of its queue, and a signal that fires when the caller gives up. */
@@ -28,11 +29,16 @@ export interface Stepped {
   bytes: number;
 }
 
+/** A reset's options, with the example reference a client may name instead of split/index/seed/args. */
+export type EngineResetOptions = ResetOptions & { example?: string | undefined };
+
 export interface EnvEngine {
-  reset(env: Environment, id: string, opts: ResetOptions, scope: CallScope): Promise<Stepped>;
+  reset(env: Environment, id: string, opts: EngineResetOptions, scope: CallScope): Promise<Stepped>;
   step(env: Environment, state: EpisodeState, action: Action, scope: CallScope): Promise<Stepped>;
   score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]>;
   mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null>;
+  /** `POST B/examples`: prompts and references (building them runs the environment's generator). */
+  examples(env: Environment, req: ExamplesRequest, scope: CallScope): Promise<unknown>;
   dispose(): Promise<void>;
 }
 
@@ -56,7 +62,7 @@ export function inlineEngine(services: Services | ScopeServices = {}): EnvEngine
   const forScope: ScopeServices = typeof services === "function" ? services : () => services;
   return {
     async reset(env, id, opts) {
-      const { state, result } = resetEpisode(env, id, opts);
+      const { state, result } = await resetFromRequest(env, id, opts);
       return { state, result, bytes: stateBytes(state) };
     },
     async step(env, previous, action, scope) {
@@ -65,6 +71,7 @@ export function inlineEngine(services: Services | ScopeServices = {}): EnvEngine
     },
     score: (env, items, scope) => scoreItems(env, items, forScope(scope)),
     mcp: (env, body, scope) => handleMcp(env, body, forScope(scope)),
+    examples: (env, req) => listExamples(env, req),
     async dispose() {},
   };
 }

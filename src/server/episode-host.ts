@@ -13,7 +13,8 @@ import type { EnvEngine } from "./engine.ts";
 import type { MemoryBudget } from "./memory.ts";
 
 export interface EpisodeHost {
-  reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult>;
+  /** `example`: a reference from POST B/examples, resolved by the engine. */
+  reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }): Promise<StepResult>;
   /** `signal`: the caller gave up (an HTTP client disconnected): the step is cancelled, the episode kept. */
   step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult>;
   state(env: Environment, episodeId: string): Promise<JsonObject>;
@@ -34,7 +35,7 @@ export class StoreEpisodeHost implements EpisodeHost {
     private readonly budget?: MemoryBudget,
   ) {}
 
-  async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult> {
+  async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }): Promise<StepResult> {
     const create = async (id: string) => {
       // New episodes are the first thing refused when memory runs short: existing ones keep working.
       this.budget?.admit(0);
