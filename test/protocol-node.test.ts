@@ -1,11 +1,13 @@
 /** The conformance suite against the Node server, plus what only the Node store can show. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { environments } from "../envs/index.ts";
+import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { conformanceSuite } from "./conformance.ts";
 import { get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 
+// Loaded by module, as `envworker serve` loads them: the server runs their code in its threads.
+const environments = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
 const MAX_BODY = 64 * 1024;
 let server: RunningServer;
 

@@ -95,7 +95,6 @@ class EnvThread {
       workerData: { sources, services, started: this.started },
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
     });
-    this.worker.unref();
     this.ready = new Promise<void>((resolve, reject) => {
       this.worker.on("message", (m: FromThread) => {
         this.lastHeard = performance.now();
@@ -116,6 +115,9 @@ class EnvThread {
       this.worker.on("exit", (code) => die(`exit code ${code}`));
     });
     this.ready.catch(() => {});
+    // After the listeners: adding a "message" listener refs the thread's port again. An idle
+    // server's threads must not keep a process (validate, eval) alive.
+    this.worker.unref();
   }
 
   /** Calls it holds that are computing (not waiting for a sandbox run). */
@@ -240,6 +242,9 @@ export class EnvThreadPool implements EnvEngine {
         onAbort: undefined,
       };
       this.calls.set(call.id, call);
+      // The stall check runs while calls exist (it stops itself when none are left); it also keeps
+      // the process alive while a call is under way, which idle (unref'd) threads do not.
+      this.stallCheck ??= setInterval(() => this.checkStalls(), STALL_MS / 5);
       if (scope.signal) {
         call.onAbort = () => this.abandon(call, cancelled());
         scope.signal.addEventListener("abort", call.onAbort, { once: true });
@@ -303,10 +308,6 @@ export class EnvThreadPool implements EnvEngine {
 
   private dispatch(call: Call, thread: EnvThread): void {
     if (thread.load === 0) thread.lastHeard = performance.now();
-    if (!this.stallCheck) {
-      this.stallCheck = setInterval(() => this.checkStalls(), STALL_MS / 5);
-      this.stallCheck.unref();
-    }
     call.thread = thread;
     call.seq = ++thread.sent;
     call.attempts++;
