@@ -16,17 +16,19 @@ import { listExamples, resetFromRequest } from "../server/examples.ts";
 import { handleMcp } from "../server/mcp.ts";
 import { scoreItems } from "../server/score.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
+import { batchedPoster } from "./message-batch.ts";
 
 const port = parentPort;
 if (!port) throw new Error("env-thread.ts must run in a worker thread");
 const { sources, services: serviceKinds, started } = workerData as { sources: string[]; services: Record<string, Sandbox["kind"]>; started: Int32Array };
-const post = (msg: FromThread) => port.postMessage(msg);
+const post = batchedPoster<FromThread>((batch) => port.postMessage(batch));
 
 const envs = new Map<string, Environment>();
 try {
   for (const url of sources) for (const env of await importEnvironments(url)) envs.set(env.name, env);
 } catch (err) {
-  post({ t: "load-error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  // Sent now, not batched: the thread ends with the throw below.
+  port.postMessage([{ t: "load-error", message: err instanceof Error ? (err.stack ?? err.message) : String(err) }] satisfies FromThread[]);
   throw err;
 }
 
@@ -74,7 +76,11 @@ async function run(op: CallOp, call: number): Promise<unknown> {
   }
 }
 
-port.on("message", (msg: ToThread) => {
+port.on("message", (batch: ToThread[]) => {
+  for (const msg of batch) receive(msg);
+});
+
+function receive(msg: ToThread): void {
   switch (msg.t) {
     case "call":
       // Tells the main thread this call is under way: calls after it are not, and can move.
@@ -102,5 +108,5 @@ port.on("message", (msg: ToThread) => {
       break;
     }
   }
-});
+}
 post({ t: "ready", envs: [...envs.keys()] });

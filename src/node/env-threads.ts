@@ -33,6 +33,7 @@ import { siblingModule, startWorker } from "./ts-worker.ts";
 import type { RunResult, Sandbox } from "../sandbox/types.ts";
 import { inlineEngine, type CallScope, type EngineResetOptions, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
+import { batchedPoster } from "./message-batch.ts";
 import { FairQueue } from "../server/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
 import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
@@ -56,6 +57,8 @@ const MAX_ATTEMPTS = 2;
 const PIPELINE_DEPTH = 4;
 /** A thread holding computing calls that has been silent this long is stalled. */
 const STALL_MS = 250;
+/** How often deadlines and stalls are checked. */
+const TICK_MS = 50;
 
 interface Call {
   readonly id: number;
@@ -63,15 +66,19 @@ interface Call {
   readonly scope: CallScope;
   readonly resolve: (value: unknown) => void;
   readonly reject: (err: unknown) => void;
-  /** Cancels the sandbox runs this call started (its deadline passed, or its caller gave up). */
-  readonly services: AbortController;
+  /**
+   * Cancels the sandbox runs this call started (its deadline passed, or its caller gave up).
+   * Made on the first run: most calls never reach the sandbox, and an AbortController is not free.
+   */
+  services: AbortController | undefined;
   thread: EnvThread | undefined;
   /** Sandbox runs it waits for; while > 0 the call does not hold its thread. */
   waitingOn: number;
   /** Its place among the calls handed to its thread (see EnvThread.started). */
   seq: number;
   attempts: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** When it was handed to its thread (its deadline counts from there); 0 while queued. */
+  dispatchedAt: number;
   settled: boolean;
   onAbort: (() => void) | undefined;
 }
@@ -96,14 +103,16 @@ class EnvThread {
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
     });
     this.ready = new Promise<void>((resolve, reject) => {
-      this.worker.on("message", (m: FromThread) => {
+      this.worker.on("message", (batch: FromThread[]) => {
         this.lastHeard = performance.now();
         this.stalled = false;
-        if (m.t === "ready") {
-          this.isReady = true;
-          resolve();
-        } else if (m.t === "load-error") reject(new Error(m.message));
-        else onMessage(this, m);
+        for (const m of batch) {
+          if (m.t === "ready") {
+            this.isReady = true;
+            resolve();
+          } else if (m.t === "load-error") reject(new Error(m.message));
+          else onMessage(this, m);
+        }
       });
       const die = (why: string) => {
         if (this.dead) return;
@@ -127,9 +136,10 @@ class EnvThread {
     return n;
   }
 
-  post(msg: ToThread): void {
-    if (!this.dead) this.worker.postMessage(msg);
-  }
+  /** Posted at the end of this turn of the event loop, with whatever else goes to this thread. */
+  readonly post = batchedPoster<ToThread>((batch) => {
+    if (!this.dead) this.worker.postMessage(batch);
+  });
 
   kill(): void {
     this.dead = true;
@@ -151,7 +161,7 @@ export class EnvThreadPool implements EnvEngine {
   private readonly heapMb: number;
   private nextId = 1;
   private disposed = false;
-  private stallCheck: ReturnType<typeof setInterval> | undefined;
+  private ticker: ReturnType<typeof setInterval> | undefined;
   /** Threads terminated because a call overran its deadline (for tests and metrics). */
   killed = 0;
 
@@ -217,7 +227,7 @@ export class EnvThreadPool implements EnvEngine {
   async dispose(): Promise<void> {
     this.disposed = true;
     for (const c of [...this.calls.values()]) this.settle(c, new ApiError("INTERNAL_ERROR", "the server is shutting down"));
-    clearInterval(this.stallCheck);
+    clearInterval(this.ticker);
     await Promise.all([...this.threads].map((t) => t.worker.terminate()));
     this.threads.clear();
   }
@@ -232,19 +242,19 @@ export class EnvThreadPool implements EnvEngine {
         scope,
         resolve,
         reject,
-        services: new AbortController(),
+        services: undefined,
         thread: undefined,
         waitingOn: 0,
         seq: 0,
         attempts: 0,
-        timer: undefined,
+        dispatchedAt: 0,
         settled: false,
         onAbort: undefined,
       };
       this.calls.set(call.id, call);
-      // The stall check runs while calls exist (it stops itself when none are left); it also keeps
-      // the process alive while a call is under way, which idle (unref'd) threads do not.
-      this.stallCheck ??= setInterval(() => this.checkStalls(), STALL_MS / 5);
+      // The ticker runs while calls exist (it stops itself when none are left); it also keeps the
+      // process alive while a call is under way, which idle (unref'd) threads do not.
+      this.ticker ??= setInterval(() => this.tick(), TICK_MS);
       if (scope.signal) {
         call.onAbort = () => this.abandon(call, cancelled());
         scope.signal.addEventListener("abort", call.onAbort, { once: true });
@@ -283,14 +293,23 @@ export class EnvThreadPool implements EnvEngine {
     return best;
   }
 
-  /** Threads silent for STALL_MS with computing calls: move the calls they have not started. */
-  private checkStalls(): void {
-    if (this.calls.size === 0) {
-      clearInterval(this.stallCheck);
-      this.stallCheck = undefined;
+  /**
+   * Every TICK_MS while calls exist: calls past their deadline time out, and threads silent for
+   * STALL_MS with computing calls hand over the calls they have not started. (One interval instead
+   * of a timer per call: a timer costs more than the calls of a fast environment.)
+   */
+  private tick(): void {
+    const now = performance.now();
+    let held = 0;
+    for (const t of this.threads) {
+      held += t.calls.size;
+      for (const call of [...t.calls]) if (call.dispatchedAt > 0 && now - call.dispatchedAt >= this.timeoutMs) this.timedOut(call);
+    }
+    if (this.calls.size === 0 && held === 0) {
+      clearInterval(this.ticker);
+      this.ticker = undefined;
       return;
     }
-    const now = performance.now();
     for (const t of this.threads) {
       if (t.dead || t.stalled || t.load === 0 || now - t.lastHeard < STALL_MS) continue;
       t.stalled = true;
@@ -312,7 +331,7 @@ export class EnvThreadPool implements EnvEngine {
     call.seq = ++thread.sent;
     call.attempts++;
     thread.calls.add(call);
-    call.timer = setTimeout(() => this.timedOut(call), this.timeoutMs);
+    call.dispatchedAt = performance.now();
     thread.post({ t: "call", id: call.id, seq: call.seq, op: call.op });
   }
 
@@ -349,14 +368,14 @@ export class EnvThreadPool implements EnvEngine {
     call.settled = true;
     this.calls.delete(call.id);
     if (call.onAbort) call.scope.signal?.removeEventListener("abort", call.onAbort);
-    call.services.abort();
+    call.services?.abort();
     if (ok) call.resolve(outcome);
     else call.reject(outcome);
   }
 
   /** Take a call off its thread (it answered, moved, or its thread is gone). */
   private detach(call: Call): void {
-    clearTimeout(call.timer);
+    call.dispatchedAt = 0;
     call.thread?.calls.delete(call);
     call.thread = undefined;
     call.waitingOn = 0;
@@ -430,6 +449,7 @@ export class EnvThreadPool implements EnvEngine {
       thread.post({ t: "service-error", sid: m.sid, message: "the call was abandoned" });
       return;
     }
+    call.services ??= new AbortController();
     const service = (this.opts.services({ key: call.scope.key, signal: call.services.signal }) as Record<string, Sandbox | undefined>)[m.name];
     if (!service) {
       thread.post({ t: "service-error", sid: m.sid, message: `no ${m.name} service on this server` });

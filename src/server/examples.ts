@@ -59,10 +59,24 @@ function fromBase64url(text: string): string {
   return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
 }
 
-/** SHA-256 of the prompt's JSON, 64 bits in hex: detects a changed example, not an attacker. */
-async function fingerprint(messages: readonly Message[]): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(messages)));
-  return [...new Uint8Array(digest).slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+/**
+ * A 64-bit hash of the prompt's JSON in hex: detects a changed example, not an attacker (the
+ * reference is re-derived on the server either way). Synchronous and cheap, because every reset
+ * computes one: WebCrypto's async digest cost more than the rest of a reverse-text reset.
+ * Two 32-bit lanes of multiply-xorshift (cyrb53's mixing), over UTF-16 code units.
+ */
+function fingerprint(messages: readonly Message[]): string {
+  const text = JSON.stringify(messages);
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (h1 >>> 0).toString(16).padStart(8, "0") + (h2 >>> 0).toString(16).padStart(8, "0");
 }
 
 async function encodeReference(env: Environment, where: { split: string; index: number | null; seed: number }, args: unknown, prompt: readonly Message[]): Promise<string> {
@@ -71,7 +85,7 @@ async function encodeReference(env: Environment, where: { split: string; index: 
     s: where.split,
     ...(isDataset(env) ? { i: where.index! } : { n: where.seed }),
     ...(args !== undefined ? { a: args as Record<string, unknown> } : {}),
-    h: await fingerprint(prompt),
+    h: fingerprint(prompt),
   };
   const text = PREFIX + base64url(JSON.stringify(ref));
   if (text.length > MAX_REFERENCE_CHARS) {
@@ -171,7 +185,7 @@ async function resolve(env: Environment, text: string, where: string) {
     // Out of range, a split or args the environment refuses: the reference is not one it issued.
     throw invalid(where, err instanceof ApiError ? err.message : String(err));
   }
-  if ((await fingerprint(s.messages)) !== ref.h) throw invalid(where, "the example it names has changed on the server");
+  if (fingerprint(s.messages) !== ref.h) throw invalid(where, "the example it names has changed on the server");
   return { ref, state: s };
 }
 
