@@ -4,6 +4,7 @@ import wordChain, {
   DEFAULT_STARTING_WORDS,
   editDistance,
   isValidEnglishWord,
+  isValidLink,
   longestValidChainFromStart,
   parseWordChain,
   startingWords,
@@ -46,6 +47,22 @@ describe("word-chain parser and edit distance", () => {
     expect(editDistance("kitten", "sitting")).toBe(3);
     expect(editDistance("cat", "cat")).toBe(0);
     expect(editDistance("", "abc")).toBe(3);
+  });
+
+  it("isValidLink (linear) agrees with editDistance === 1 on every pair of short words", () => {
+    // All words of length 0..4 over {a, b}, plus astral characters: every case of the rule.
+    const words = [""];
+    for (let len = 1; len <= 4; len++) for (const w of words.filter((x) => x.length === len - 1)) words.push(w + "a", w + "b");
+    words.push("😀", "a😀", "😀a", "😀😀", "ab😀");
+    let ones = 0;
+    for (const x of words) {
+      for (const y of words) {
+        const expected = editDistance(x, y) === 1;
+        if (expected) ones++;
+        expect(isValidLink(x, y), `${x} → ${y}`).toBe(expected);
+      }
+    }
+    expect(ones).toBeGreaterThan(50);
   });
 
   it("uses the SCOWL ≤ 50 dictionary", () => {
@@ -101,6 +118,12 @@ describe("word-chain rewards", () => {
     expect(longestValidChainFromStart(chain)).toBe(0);
     expect(longestValidChainFromStart(["hat"])).toBe(0);
     expect(longestValidChainFromStart(["hat", "hot"])).toBe(1);
+  });
+
+  it("hostile: two 30,000-letter words (one letter apart) are not dictionary words: every link is invalid", async () => {
+    const long = "a".repeat(30_000);
+    const r = await answer(`${long}, ${long}b, hat, hot`);
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 1, total_invalid_links: 2 });
   });
 
   it("scores statelessly from the completion alone", async () => {

@@ -126,7 +126,11 @@ export function parseWordChain(completion: readonly Message[] | string): string[
 
 // --- edit distance and rewards ---------------------------------------------------------------
 
-/** The reference `edit_distance`: Hamming distance for equal lengths, else Levenshtein. */
+/**
+ * The reference `edit_distance`: Hamming distance for equal lengths, else Levenshtein. Quadratic
+ * in the words' lengths: the rewards never call it (they use `isValidLink`); kept as the
+ * reference's definition that `isValidLink` is tested against.
+ */
 export function editDistance(word1: string, word2: string): number {
   const a = Array.from(word1);
   const b = Array.from(word2);
@@ -148,8 +152,30 @@ export function editDistance(word1: string, word2: string): number {
   return prev[n]!;
 }
 
+/**
+ * `editDistance(word1, word2) === 1`, in time linear in the words' lengths: equal lengths need
+ * exactly one differing position (Hamming); lengths one apart need the longer word to be the
+ * shorter with one letter inserted (Levenshtein 1); lengths further apart are never 1.
+ */
 export function isValidLink(word1: string, word2: string): boolean {
-  return editDistance(word1, word2) === 1;
+  const a = Array.from(word1);
+  const b = Array.from(word2);
+  if (a.length === b.length) {
+    let d = 0;
+    for (let i = 0; i < a.length && d < 2; i++) if (a[i] !== b[i]) d++;
+    return d === 1;
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  if (long.length - short.length !== 1) return false;
+  let i = 0;
+  while (i < short.length && short[i] === long[i]) i++;
+  for (; i < short.length; i++) if (short[i] !== long[i + 1]) return false;
+  return true;
+}
+
+/** A link counts only between dictionary words; the dictionary is asked first (a set lookup). */
+function isValidWordLink(word1: string, word2: string): boolean {
+  return isValidEnglishWord(word1) && isValidEnglishWord(word2) && isValidLink(word1, word2);
 }
 
 /**
@@ -169,7 +195,9 @@ export function longestValidChainFromStart(chain: readonly string[]): number {
     if (!isValidEnglishWord(current)) break;
     if (i < chain.length - 1) {
       const next = chain[i + 1]!;
-      if (isValidLink(current, next) && isValidEnglishWord(next)) longest = i + 1;
+      // `current` is a dictionary word here; checking `next` first changes no result (both tests
+      // are pure), only skips the link check for words that cannot count.
+      if (isValidEnglishWord(next) && isValidLink(current, next)) longest = i + 1;
       else break;
     } else {
       longest = i;
@@ -189,7 +217,7 @@ export function totalValidLinks(chain: readonly string[]): number {
     const w1 = chain[i]!;
     const w2 = chain[i + 1]!;
     if (seen.has(w1) || seen.has(w2)) continue;
-    if (isValidLink(w1, w2) && isValidEnglishWord(w1) && isValidEnglishWord(w2)) total += 1;
+    if (isValidWordLink(w1, w2)) total += 1;
     else continue;
     seen.add(w1);
   }
@@ -208,7 +236,7 @@ export function totalInvalidLinks(chain: readonly string[]): number {
     const w1 = chain[i]!;
     const w2 = chain[i + 1]!;
     if (seen.has(w1) || seen.has(w2)) total += 1;
-    else if (isValidLink(w1, w2) && isValidEnglishWord(w1) && isValidEnglishWord(w2)) continue;
+    else if (isValidWordLink(w1, w2)) continue;
     else total += 1;
     seen.add(w1);
   }
