@@ -46,6 +46,37 @@ export interface SequenceMatcherOptions {
    * one-code-point string. Default: none (Python's `None`), which is what `sequenceRatio` uses.
    */
   isjunk?: ((element: string) => boolean) | null;
+  /**
+   * Refuse (`SequenceTooLongError`) a sequence of more than this many code points. Not in
+   * Python: the work grows with the product of the lengths (seconds at a few hundred thousand
+   * characters), so a caller comparing untrusted text states the size it can afford. Results
+   * under the bound are unchanged. Default: no bound.
+   */
+  maxLength?: number;
+}
+
+/** A sequence longer than the `maxLength` its caller allowed. */
+export class SequenceTooLongError extends RangeError {
+  constructor(
+    readonly which: "a" | "b",
+    readonly length: number,
+    readonly maxLength: number,
+  ) {
+    super(`difflib: sequence ${which} has ${length} code points, more than the ${maxLength} allowed`);
+    this.name = "SequenceTooLongError";
+  }
+}
+
+function checkLength(which: "a" | "b", seq: Int32Array, maxLength: number | undefined): void {
+  if (maxLength !== undefined && seq.length > maxLength) throw new SequenceTooLongError(which, seq.length, maxLength);
+}
+
+/** The first `n` code points of `s` (the whole string when it has no more): what a cap keeps. */
+export function codePointPrefix(s: string, n: number): string {
+  if (s.length <= n) return s; // n UTF-16 units hold at most n code points
+  let units = 0;
+  for (let count = 0; count < n && units < s.length; count++) units += s.codePointAt(units)! > 0xffff ? 2 : 1;
+  return s.slice(0, units);
 }
 
 const EMPTY = new Int32Array(0);
@@ -79,8 +110,8 @@ function asCodePoints(x: SequenceInput): Int32Array {
  * construction (Python's `set_seqs`); `b2j` is built once, as Python's `__chain_b` does.
  */
 export class SequenceMatcher {
-  /** `a` as code points. */
-  readonly a: Int32Array;
+  /** `a` as code points (replaced by `setSeq1`). */
+  a: Int32Array;
   /** `b` as code points. */
   readonly b: Int32Array;
   /** For each element of `b` that is neither junk nor popular: its ascending indices in `b`. */
@@ -91,6 +122,7 @@ export class SequenceMatcher {
   readonly bpopular: Set<number>;
 
   private matchingBlocksCache: MatchTriple[] | null = null;
+  private readonly maxLength: number | undefined;
   // Reusable j2len rows. Python's `j2len[j]` lives at index `j + 1`, so `j2len.get(j - 1, 0)` is
   // `prev[j]` with no bounds special case for j == 0. All entries are 0 between calls.
   private prev: Int32Array;
@@ -99,8 +131,11 @@ export class SequenceMatcher {
   private curTouched: Int32Array;
 
   constructor(a: SequenceInput, b: SequenceInput, options: SequenceMatcherOptions = {}) {
+    this.maxLength = options.maxLength;
     this.a = asCodePoints(a);
     this.b = asCodePoints(b);
+    checkLength("a", this.a, this.maxLength);
+    checkLength("b", this.b, this.maxLength);
     const autojunk = options.autojunk ?? true;
     const isjunk = options.isjunk ?? null;
 
@@ -136,6 +171,17 @@ export class SequenceMatcher {
     this.cur = new Int32Array(n + 1);
     this.prevTouched = new Int32Array(n);
     this.curTouched = new Int32Array(n);
+  }
+
+  /**
+   * Python's `set_seq1(a)`: compare a new `a` with the same `b`, keeping `b`'s index (`b2j`), as
+   * CPython recommends when one sequence is compared against many.
+   */
+  setSeq1(a: SequenceInput): void {
+    const next = asCodePoints(a);
+    checkLength("a", next, this.maxLength);
+    this.a = next;
+    this.matchingBlocksCache = null;
   }
 
   /**
@@ -300,9 +346,15 @@ function calculateRatio(matches: number, length: number): number {
 
 /**
  * `difflib.SequenceMatcher(None, a, b).ratio()`, bit for bit. Strings are compared by Unicode
- * code point, autojunk is on (Python's default).
+ * code point, autojunk is on (Python's default). `maxLength`: see `SequenceMatcherOptions`.
  */
-export function sequenceRatio(a: string, b: string): number {
+export function sequenceRatio(a: string, b: string, options: { maxLength?: number } = {}): number {
+  if (options.maxLength !== undefined) {
+    // Checked before the fast path, so a too-long pair is refused whether or not it is equal.
+    // A string of at most maxLength UTF-16 units has at most that many code points.
+    if (a.length > options.maxLength) checkLength("a", toCodePoints(a), options.maxLength);
+    if (b.length > options.maxLength) checkLength("b", toCodePoints(b), options.maxLength);
+  }
   // Fast path: for a == b the first find_longest_match is the full diagonal block (the earliest
   // longest block in `a` is matched at the same index in `b`, and the extension loops absorb any
   // popular elements around it), so Python returns exactly 1.0. Covered by the vectors.
