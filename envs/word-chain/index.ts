@@ -88,6 +88,17 @@ export function isValidEnglishWord(word: string): boolean {
   return dictionaryUpTo(MAX_SCOWL_LEVEL).has(word.toLowerCase());
 }
 
+let dictionary: ReadonlySet<string> | undefined;
+
+/**
+ * `isValidEnglishWord` for words the parser produced (already lower-case): no copy of the word
+ * and no cache-key building per lookup (a reply can hold hundreds of thousands of words).
+ */
+function inDictionary(word: string): boolean {
+  dictionary ??= dictionaryUpTo(MAX_SCOWL_LEVEL);
+  return dictionary.has(word);
+}
+
 /** `load_starting_words_dataset`: the starting words for these args, in dataset order. */
 export function startingWords(a: WordChainArgs): string[] {
   if (a.choose_random) {
@@ -158,8 +169,10 @@ export function editDistance(word1: string, word2: string): number {
  * shorter with one letter inserted (Levenshtein 1); lengths further apart are never 1.
  */
 export function isValidLink(word1: string, word2: string): boolean {
-  const a = Array.from(word1);
-  const b = Array.from(word2);
+  // Code points, as Python compares; a string without surrogates is its own code point sequence
+  // (the parser's words are a-z), so the copy is made only when one is needed.
+  const a = codePoints(word1);
+  const b = codePoints(word2);
   if (a.length === b.length) {
     let d = 0;
     for (let i = 0; i < a.length && d < 2; i++) if (a[i] !== b[i]) d++;
@@ -173,9 +186,12 @@ export function isValidLink(word1: string, word2: string): boolean {
   return true;
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+const codePoints = (s: string): ArrayLike<string> => (SURROGATE.test(s) ? Array.from(s) : s);
+
 /** A link counts only between dictionary words; the dictionary is asked first (a set lookup). */
 function isValidWordLink(word1: string, word2: string): boolean {
-  return isValidEnglishWord(word1) && isValidEnglishWord(word2) && isValidLink(word1, word2);
+  return inDictionary(word1) && inDictionary(word2) && isValidLink(word1, word2);
 }
 
 /**
@@ -192,12 +208,12 @@ export function longestValidChainFromStart(chain: readonly string[]): number {
     const current = chain[i]!;
     if (seen.has(current)) break;
     seen.add(current);
-    if (!isValidEnglishWord(current)) break;
+    if (!inDictionary(current)) break;
     if (i < chain.length - 1) {
       const next = chain[i + 1]!;
       // `current` is a dictionary word here; checking `next` first changes no result (both tests
       // are pure), only skips the link check for words that cannot count.
-      if (isValidEnglishWord(next) && isValidLink(current, next)) longest = i + 1;
+      if (inDictionary(next) && isValidLink(current, next)) longest = i + 1;
       else break;
     } else {
       longest = i;
@@ -243,6 +259,18 @@ export function totalInvalidLinks(chain: readonly string[]): number {
   return total;
 }
 
+// The three rewards read the same parse: parse once per scored completion (what reaches the
+// reward functions as the same input object), not three times.
+const parsedChains = new WeakMap<object, string[]>();
+function chainOf(input: { completion: readonly Message[] }): string[] {
+  let words = parsedChains.get(input);
+  if (!words) {
+    words = parseWordChain(input.completion);
+    parsedChains.set(input, words);
+  }
+  return words;
+}
+
 export default defineEnvironment({
   name: "word-chain",
   description: "LisanBench: the longest chain of English words, each one letter (edit distance 1) from the last.",
@@ -258,8 +286,8 @@ export default defineEnvironment({
     })),
   maxTurns: 1,
   rubric: [
-    { name: "longest_valid_chain_from_start", weight: 1.0, fn: ({ completion }) => longestValidChainFromStart(parseWordChain(completion)) },
-    { name: "total_valid_links", weight: 0.05, fn: ({ completion }) => totalValidLinks(parseWordChain(completion)) },
-    { name: "total_invalid_links", weight: -0.005, fn: ({ completion }) => totalInvalidLinks(parseWordChain(completion)) },
+    { name: "longest_valid_chain_from_start", weight: 1.0, fn: (input) => longestValidChainFromStart(chainOf(input)) },
+    { name: "total_valid_links", weight: 0.05, fn: (input) => totalValidLinks(chainOf(input)) },
+    { name: "total_invalid_links", weight: -0.005, fn: (input) => totalInvalidLinks(chainOf(input)) },
   ],
 });
