@@ -57,7 +57,7 @@ describe("hostile input against a live server", () => {
     const outcome = await underAttack(server, async () => {
       const reset = await json(server, "/envs/word-chain/reset", { index: 0 });
       return json(server, "/envs/word-chain/step", { episode_id: reset.body.episode_id, action: { content: `${first}, ${second}` } });
-    });
+    }, { warmUp: () => json(server, "/envs/word-chain/score", { items: [{ completion: "hat, hot" }] }) });
     expectServed("word-chain 2 × 30,000 letters", outcome);
     const step = outcome.result;
     expect(step.status).toBe(200);
@@ -67,13 +67,60 @@ describe("hostile input against a live server", () => {
     expect(step.body.reward).toBeCloseTo(-0.005, 12);
   });
 
+  it("/score with client info shaped to make scoring costly: refused or bounded", async () => {
+    const T0 = "<alphabetical_sorted>\nAnnLee\n</alphabetical_sorted>";
+    const attempt = `<alphabetical_sorted>\n${randomText(4, SYMBOLS, 200_000)}\n</alphabetical_sorted>`;
+    const outcome = await underAttack(server, () =>
+      Promise.all([
+        // A 200,000-symbol attempt against a 200,000-symbol ground truth, and num_turns of 10^15.
+        json(server, "/envs/alphabet-sort/score", {
+          items: [
+            { completion: [{ role: "assistant", content: attempt }], info: { num_turns: 1, ground_truths: [[randomText(5, SYMBOLS, 200_000)]] } },
+            { completion: [{ role: "assistant", content: T0 }], info: { num_turns: 1e15, ground_truths: [["AnnLee"]] } },
+          ],
+        }),
+        // A group of 50,000 members (4 distinct words repeated) that the guess matches as a set:
+        // removing it from a 50,000-word board would compare every pair.
+        json(server, "/envs/word-groups/score", {
+          items: [
+            {
+              completion: "<guess>A, B, C, D</guess>",
+              info: {
+                groups: [
+                  { group: "G0", level: 0, members: Array.from({ length: 50_000 }, (_, i) => "ABCD"[i % 4]) },
+                  ...[1, 2, 3].map((g) => ({ group: `G${g}`, level: 0, members: ["E", "F", "G", "H"].map((w) => `${w}${g}`) })),
+                ],
+              },
+            },
+          ],
+        }),
+      ]),
+      {
+        warmUp: () =>
+          Promise.all([
+            json(server, "/envs/alphabet-sort/score", { items: [{ completion: [{ role: "assistant", content: T0 }], info: { num_turns: 1, ground_truths: [["AnnLee"]] } }] }),
+            json(server, "/envs/word-groups/score", { items: [{ completion: "x", answer: JSON.stringify([1, 2, 3, 4].map((g) => ({ group: `G${g}`, level: 0, members: ["A", "B", "C", "D"].map((w) => w + g) }))) }] }),
+          ]),
+      },
+    );
+    expectServed("/score with hostile info", outcome);
+    const [as, wg] = outcome.result;
+    expect(as.status).toBe(200);
+    expect(as.body.results[0].errors.weighted_reward).toMatch(/SequenceTooLongError/);
+    expect(as.body.results[1].reward).toBe(1 / 1e15);
+    expect(wg.status).toBe(200);
+    expect(wg.body.results[0].errors.success_reward).toMatch(/4 groups, each/);
+  });
+
   it("reverse-text /score: a 240,000-character completion and answer of 120 distinct symbols", async () => {
     expect(new Set(SYMBOLS).size).toBe(120);
     const completion = `<reversed_text>${randomText(1, SYMBOLS, 240_000)}</reversed_text>`;
     const answer = randomText(2, SYMBOLS, 240_000);
     const shortAnswer = randomText(3, SYMBOLS, 390);
-    const outcome = await underAttack(server, () =>
-      json(server, "/envs/reverse-text/score", { items: [{ completion, answer }, { completion, answer: shortAnswer }] }),
+    const outcome = await underAttack(
+      server,
+      () => json(server, "/envs/reverse-text/score", { items: [{ completion, answer }, { completion, answer: shortAnswer }] }),
+      { warmUp: () => json(server, "/envs/reverse-text/score", { items: [{ completion: "<reversed_text>ab</reversed_text>", answer: "ba" }] }) },
     );
     expectServed("reverse-text /score 240,000 characters", outcome);
     const res = outcome.result;
@@ -95,7 +142,7 @@ describe("hostile input against a live server", () => {
       const steps = [];
       for (let i = 0; i < 4; i++) steps.push(await json(server, "/envs/word-groups/step", { episode_id: id, action: { content: "hmm", reasoning_content: reasoning } }));
       return { id, steps };
-    });
+    }, { warmUp: () => json(server, "/envs/word-groups/reset", { seed: 1 }) });
     expectServed("word-groups reasoning_content 4 × 1 M", outcome, { maxRssGrowthMiB: 256 });
     const { id, steps } = outcome.result;
     expect(steps.map((s) => s.status)).toEqual([200, 200, 413, 413]);
