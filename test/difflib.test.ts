@@ -5,7 +5,15 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { codePointPrefix, SequenceMatcher, SequenceTooLongError, matchingBlocks, sequenceRatio, toCodePoints } from "../src/pycompat/difflib.ts";
+import {
+  codePointPrefix,
+  SequenceMatcher,
+  SequenceTooLongError,
+  SequenceWorkLimitError,
+  matchingBlocks,
+  sequenceRatio,
+  toCodePoints,
+} from "../src/pycompat/difflib.ts";
 
 interface DifflibCase {
   name: string;
@@ -140,6 +148,30 @@ describe("bounds for untrusted input (not in Python)", () => {
     // Counted in code points, not UTF-16 units; an equal pair is refused too.
     expect(sequenceRatio("😀😀", "😀", { maxLength: 2 })).toBe(2 / 3);
     expect(() => sequenceRatio("abc", "abc", { maxLength: 2 })).toThrow(/sequence a has 3 code points/);
+  });
+
+  it("maxWork: every CPython vector gives the same result within its step count; a pathological pair is cut", () => {
+    for (const c of cases) {
+      const counted = new SequenceMatcher(c.a, c.b);
+      counted.ratio();
+      expect(counted.steps).toBeGreaterThanOrEqual(Math.min(c.la, 1));
+      const bounded = new SequenceMatcher(c.a, c.b, { maxWork: counted.steps });
+      expect(bounded.getMatchingBlocks()).toEqual(c.blocks);
+      expect(bounded.ratio()).toBe(c.ratio);
+    }
+    // Every other element changed in a periodic text: one block per matching element, each
+    // found by a scan of the rest of a; quadratic steps for 4,000 elements of 120 symbols.
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const a = Array.from({ length: 4000 }, (_, i) => sym(i % 120)).join("");
+    const b = Array.from(a, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    expect(() => sequenceRatio(a, b, { maxWork: 1_000_000 })).toThrow(SequenceWorkLimitError);
+    expect(() => sequenceRatio(a, b, { maxWork: 1_000_000 })).toThrow(/more than 1000000 steps/);
+    // The step count is per comparison: set_seq1 starts a new count.
+    const sm = new SequenceMatcher("abc", "abd", { maxWork: 10 });
+    for (let k = 0; k < 5; k++) {
+      sm.setSeq1("abc");
+      expect(sm.ratio()).toBe(2 / 3);
+    }
   });
 
   it("setSeq1 compares new sequences against the same b, as CPython's set_seq1", () => {

@@ -403,6 +403,15 @@ describe("alphabet-sort: weighted_reward", () => {
     const [r] = await scoreItems(env, [{ completion: conversation(T0_GOLD, T1_GOLD), info: huge }]);
     expect(r!.reward).toBe(0);
     expect(r!.errors?.weighted_reward).toMatch(/SequenceTooLongError/);
+    // Within the length cap, a pathological pair is cut by the step budget (reported, 0).
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const periodic = Array.from({ length: 8000 }, (_, i) => sym(i % 120)).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    const [w] = await scoreItems(env, [
+      { completion: [{ role: "assistant", content: `<alphabetical_sorted>\n${periodic}\n</alphabetical_sorted>` }], info: { ...tiny, num_turns: 1, ground_truths: [[holes]] } },
+    ]);
+    expect(w!.reward).toBe(0);
+    expect(w!.errors?.weighted_reward).toMatch(/SequenceWorkLimitError/);
     // num_turns far past the turns given: the same mean, without a loop over empty turns.
     expect(await reward(conversation(T0_GOLD, T1_GOLD), { ...tiny, num_turns: 1e15 })).toBe(2 / 1e15);
   });

@@ -150,6 +150,14 @@ describe("reverse-text: lcs_reward_func", () => {
     const [r] = await scoreItems(env, [{ completion: `<reversed_text>${huge}</reversed_text>`, answer: huge }]);
     expect(r!.reward).toBe(0);
     expect(r!.errors?.lcs_reward_func).toMatch(/SequenceTooLongError: .*more than the 4000 allowed/);
+    // Within the length cap, a pathological pair (every other symbol changed in a periodic
+    // text) is cut by the step budget: refused, scoring 0, instead of seconds of work.
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const periodic = Array.from({ length: MAX_COMPARED_CHARS }, (_, i) => sym(i % 120)).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    const [p] = await scoreItems(env, [{ completion: `<reversed_text>${periodic}</reversed_text>`, answer: holes }]);
+    expect(p!.reward).toBe(0);
+    expect(p!.errors?.lcs_reward_func).toMatch(/SequenceWorkLimitError/);
   });
 
   it("scores statelessly (/score items)", async () => {

@@ -70,6 +70,10 @@ describe("hostile input against a live server", () => {
   it("/score with client info shaped to make scoring costly: refused or bounded", async () => {
     const T0 = "<alphabetical_sorted>\nAnnLee\n</alphabetical_sorted>";
     const attempt = `<alphabetical_sorted>\n${randomText(4, SYMBOLS, 200_000)}\n</alphabetical_sorted>`;
+    // Caseless symbols (alphabet-sort lower-cases both sides), each rare enough not to be junk.
+    const cjk = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const periodic = Array.from({ length: 8000 }, (_, i) => cjk(i % 120)).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? cjk(500) : ch)).join("");
     const outcome = await underAttack(server, () =>
       Promise.all([
         // A 200,000-symbol attempt against a 200,000-symbol ground truth, and num_turns of 10^15.
@@ -77,6 +81,8 @@ describe("hostile input against a live server", () => {
           items: [
             { completion: [{ role: "assistant", content: attempt }], info: { num_turns: 1, ground_truths: [[randomText(5, SYMBOLS, 200_000)]] } },
             { completion: [{ role: "assistant", content: T0 }], info: { num_turns: 1e15, ground_truths: [["AnnLee"]] } },
+            // Within the length cap, a pathological pair: a periodic text and a copy with holes.
+            { completion: [{ role: "assistant", content: `<alphabetical_sorted>\n${periodic}\n</alphabetical_sorted>` }], info: { num_turns: 1, ground_truths: [[holes]] } },
           ],
         }),
         // A group of 50,000 members (4 distinct words repeated) that the guess matches as a set:
@@ -108,6 +114,7 @@ describe("hostile input against a live server", () => {
     expect(as.status).toBe(200);
     expect(as.body.results[0].errors.weighted_reward).toMatch(/SequenceTooLongError/);
     expect(as.body.results[1].reward).toBe(1 / 1e15);
+    expect(as.body.results[2].errors.weighted_reward).toMatch(/SequenceWorkLimitError/);
     expect(wg.status).toBe(200);
     expect(wg.body.results[0].errors.success_reward).toMatch(/4 groups, each/);
   });
@@ -117,15 +124,24 @@ describe("hostile input against a live server", () => {
     const completion = `<reversed_text>${randomText(1, SYMBOLS, 240_000)}</reversed_text>`;
     const answer = randomText(2, SYMBOLS, 240_000);
     const shortAnswer = randomText(3, SYMBOLS, 390);
+    // Within the length cap, a pathological pair: a periodic text and a copy with every other
+    // symbol changed (uncapped: one matching block per symbol, each found by a scan of the rest).
+    const periodic = Array.from({ length: 4000 }, (_, i) => SYMBOLS[i % 120]).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? "\u00fe" : ch)).join("");
     const outcome = await underAttack(
       server,
-      () => json(server, "/envs/reverse-text/score", { items: [{ completion, answer }, { completion, answer: shortAnswer }] }),
+      () =>
+        json(server, "/envs/reverse-text/score", {
+          items: [{ completion, answer }, { completion, answer: shortAnswer }, { completion: `<reversed_text>${periodic}</reversed_text>`, answer: holes }],
+        }),
       { warmUp: () => json(server, "/envs/reverse-text/score", { items: [{ completion: "<reversed_text>ab</reversed_text>", answer: "ba" }] }) },
     );
     expectServed("reverse-text /score 240,000 characters", outcome);
     const res = outcome.result;
     expect(res.status).toBe(200);
-    const [both, longReply] = res.body.results;
+    const [both, longReply, pathological] = res.body.results;
+    expect(pathological.reward).toBe(0);
+    expect(pathological.errors.lcs_reward_func).toMatch(/SequenceWorkLimitError/);
     // An answer past the cap is refused (reported, scores 0); a long reply is compared up to the cap.
     expect(both.reward).toBe(0);
     expect(both.errors.lcs_reward_func).toMatch(/SequenceTooLongError/);

@@ -246,6 +246,15 @@ export function buildEpisode(rng: PyRandom, a: AlphabetSortArgs): Example<Alphab
  */
 export const MAX_COMPARED_CHARS = 16_000;
 
+/**
+ * The most difflib steps one attempt's comparison may take (`maxWork` in
+ * src/pycompat/difflib.ts, under 0.1 s on an idle core): lengths alone do not bound the work
+ * (two pathological 16,000-character texts take ~50 s). Answers to real episodes stay far below it (the worst
+ * measured at 10 turns of 50 names: 0.6 M steps); past it the attempt is refused (reported,
+ * reward 0).
+ */
+export const MAX_COMPARE_STEPS = 5_000_000;
+
 const cleanLines = (lines: readonly string[]) => lines.map((s) => pyLower(pyStrip(s))).join("\n");
 
 /**
@@ -256,7 +265,7 @@ function turnScorer(expected: readonly string[], power: number | null): (predict
   let matcher: SequenceMatcher | undefined;
   return (predicted) => {
     if (predicted.length === 0 || expected.length === 0) return 0.0;
-    matcher ??= new SequenceMatcher("", cleanLines(expected), { maxLength: MAX_COMPARED_CHARS });
+    matcher ??= new SequenceMatcher("", cleanLines(expected), { maxLength: MAX_COMPARED_CHARS, maxWork: MAX_COMPARE_STEPS });
     matcher.setSeq1(codePointPrefix(cleanLines(predicted), MAX_COMPARED_CHARS));
     const similarity = matcher.ratio();
     return power === null ? similarity : pyPowInt(similarity, power);

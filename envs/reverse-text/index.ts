@@ -61,6 +61,15 @@ type Args = z.output<typeof args>;
 export const MAX_COMPARED_CHARS = 4000;
 
 /**
+ * The most difflib steps one comparison may take (`maxWork` in src/pycompat/difflib.ts, about
+ * 50 ms on an idle core). Lengths alone do not bound the work: pathological pairs of 4,000
+ * symbols need ~100x more. Replies to the data's answers stay below it: text-like replies of
+ * 4,000 characters need at most 0.14 M steps, floods of one character (4,000 spaces) 1.5 M;
+ * past it the comparison is refused (reported, reward 0).
+ */
+export const MAX_COMPARE_STEPS = 5_000_000;
+
+/**
  * `lcs_reward_func`: difflib ratio of the parsed `<reversed_text>` (missing: "") and the answer.
  * Identical to the original for replies up to `MAX_COMPARED_CHARS`; a longer reply is cut there.
  * Against an answer of the data (≤ 390 characters) such a reply scores at most 2·390/4390 ≈ 0.18
@@ -68,7 +77,7 @@ export const MAX_COMPARED_CHARS = 4000;
  */
 export function lcsReward(completion: Parameters<typeof parseAnswer>[0], answer: string): number {
   const parsed = codePointPrefix(parseAnswer(completion, "reversed_text") ?? "", MAX_COMPARED_CHARS);
-  return sequenceRatio(parsed, answer, { maxLength: MAX_COMPARED_CHARS });
+  return sequenceRatio(parsed, answer, { maxLength: MAX_COMPARED_CHARS, maxWork: MAX_COMPARE_STEPS });
 }
 
 export default defineEnvironment({

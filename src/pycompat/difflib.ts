@@ -53,6 +53,15 @@ export interface SequenceMatcherOptions {
    * under the bound are unchanged. Default: no bound.
    */
   maxLength?: number;
+  /**
+   * Refuse (`SequenceWorkLimitError`) a comparison that needs more than this many steps of
+   * `find_longest_match` (one per element of `a` scanned, one per index of `b` visited), counted
+   * per `getMatchingBlocks()`/`ratio()`. Not in Python: a length bound alone does not bound the
+   * work (the matching recursion can go as deep as there are blocks: two 16,000-element
+   * sequences can take 50 s), a step count does, deterministically. Results within the budget
+   * are unchanged. Default: no bound.
+   */
+  maxWork?: number;
 }
 
 /** A sequence longer than the `maxLength` its caller allowed. */
@@ -64,6 +73,14 @@ export class SequenceTooLongError extends RangeError {
   ) {
     super(`difflib: sequence ${which} has ${length} code points, more than the ${maxLength} allowed`);
     this.name = "SequenceTooLongError";
+  }
+}
+
+/** A comparison that needed more steps than the `maxWork` its caller allowed. */
+export class SequenceWorkLimitError extends RangeError {
+  constructor(readonly maxWork: number) {
+    super(`difflib: the comparison needs more than ${maxWork} steps (pathological input)`);
+    this.name = "SequenceWorkLimitError";
   }
 }
 
@@ -122,7 +139,12 @@ export class SequenceMatcher {
   readonly bpopular: Set<number>;
 
   private matchingBlocksCache: MatchTriple[] | null = null;
+  /** `b2j.get(a[i]) ?? EMPTY` for each i, looked up once per `a` instead of once per scan. */
+  private aIndices: Int32Array[] = [];
   private readonly maxLength: number | undefined;
+  private readonly maxWork: number;
+  /** Steps of `findLongestMatch` since the last `getMatchingBlocks()` started (see `maxWork`). */
+  steps = 0;
   // Reusable j2len rows. Python's `j2len[j]` lives at index `j + 1`, so `j2len.get(j - 1, 0)` is
   // `prev[j]` with no bounds special case for j == 0. All entries are 0 between calls.
   private prev: Int32Array;
@@ -132,6 +154,7 @@ export class SequenceMatcher {
 
   constructor(a: SequenceInput, b: SequenceInput, options: SequenceMatcherOptions = {}) {
     this.maxLength = options.maxLength;
+    this.maxWork = options.maxWork ?? Infinity;
     this.a = asCodePoints(a);
     this.b = asCodePoints(b);
     checkLength("a", this.a, this.maxLength);
@@ -166,11 +189,19 @@ export class SequenceMatcher {
 
     this.b2j = new Map();
     for (const [elt, idxs] of lists) this.b2j.set(elt, Int32Array.from(idxs));
+    this.indexA();
 
     this.prev = new Int32Array(n + 1);
     this.cur = new Int32Array(n + 1);
     this.prevTouched = new Int32Array(n);
     this.curTouched = new Int32Array(n);
+  }
+
+  private indexA(): void {
+    const a = this.a;
+    const out: Int32Array[] = new Array(a.length);
+    for (let i = 0; i < a.length; i++) out[i] = this.b2j.get(a[i]!) ?? EMPTY;
+    this.aIndices = out;
   }
 
   /**
@@ -182,6 +213,7 @@ export class SequenceMatcher {
     checkLength("a", next, this.maxLength);
     this.a = next;
     this.matchingBlocksCache = null;
+    this.indexA();
   }
 
   /**
@@ -192,7 +224,7 @@ export class SequenceMatcher {
   findLongestMatch(alo = 0, ahi: number = this.a.length, blo = 0, bhi: number = this.b.length): MatchTriple {
     const a = this.a;
     const b = this.b;
-    const b2j = this.b2j;
+    const aIndices = this.aIndices;
     const bjunk = this.bjunk;
     let besti = alo;
     let bestj = blo;
@@ -204,9 +236,13 @@ export class SequenceMatcher {
     let curTouched = this.curTouched;
     let prevN = 0;
 
+    const maxWork = this.maxWork;
+    let steps = this.steps;
     for (let i = alo; i < ahi; i++) {
+      // One step per element of a, one per index of b visited (the j loop below).
+      if (steps > maxWork) throw new SequenceWorkLimitError(maxWork); // the buffers are dirty: the matcher is spent
       let curN = 0;
-      const indices = b2j.get(a[i]!) ?? EMPTY;
+      const indices = aIndices[i]!;
       const len = indices.length;
       // Python skips `j < blo` one by one; indices are sorted, so binary search for the first
       // j >= blo (same set of j visited, in the same order).
@@ -232,6 +268,7 @@ export class SequenceMatcher {
           bestsize = k;
         }
       }
+      steps += 1 + curN;
       // j2len = newj2len: clear the old row and swap buffers.
       for (let t = 0; t < prevN; t++) prev[prevTouched[t]!] = 0;
       const tmp = prev;
@@ -242,6 +279,7 @@ export class SequenceMatcher {
       curTouched = tmpT;
       prevN = curN;
     }
+    this.steps = steps;
     // Leave both rows all-zero for the next call.
     for (let t = 0; t < prevN; t++) prev[prevTouched[t]!] = 0;
     this.prev = prev;
@@ -290,6 +328,7 @@ export class SequenceMatcher {
    */
   getMatchingBlocks(): MatchTriple[] {
     if (this.matchingBlocksCache) return this.matchingBlocksCache;
+    this.steps = 0;
     const la = this.a.length;
     const lb = this.b.length;
 
@@ -348,7 +387,7 @@ function calculateRatio(matches: number, length: number): number {
  * `difflib.SequenceMatcher(None, a, b).ratio()`, bit for bit. Strings are compared by Unicode
  * code point, autojunk is on (Python's default). `maxLength`: see `SequenceMatcherOptions`.
  */
-export function sequenceRatio(a: string, b: string, options: { maxLength?: number } = {}): number {
+export function sequenceRatio(a: string, b: string, options: Pick<SequenceMatcherOptions, "maxLength" | "maxWork"> = {}): number {
   if (options.maxLength !== undefined) {
     // Checked before the fast path, so a too-long pair is refused whether or not it is equal.
     // A string of at most maxLength UTF-16 units has at most that many code points.
@@ -359,7 +398,7 @@ export function sequenceRatio(a: string, b: string, options: { maxLength?: numbe
   // longest block in `a` is matched at the same index in `b`, and the extension loops absorb any
   // popular elements around it), so Python returns exactly 1.0. Covered by the vectors.
   if (a === b) return 1.0;
-  return new SequenceMatcher(a, b).ratio();
+  return new SequenceMatcher(a, b, options).ratio();
 }
 
 /** `difflib.SequenceMatcher(None, a, b).get_matching_blocks()` as `[i, j, size]` triples. */
