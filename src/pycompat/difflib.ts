@@ -25,6 +25,12 @@
  *   queue of `get_matching_blocks` and its final merge of adjacent blocks.
  * - `ratio = 2.0 * M / T` evaluated in the same order, so the IEEE double is bit-identical.
  *
+ * Bounds for untrusted input (not in Python, off by default, results unchanged within them):
+ * `maxLength` refuses long sequences and `maxWork` refuses a comparison past a number of
+ * `find_longest_match` steps. Both are needed: the work grows with the product of the lengths
+ * and, through the matching recursion, can reach their cube on pathological pairs (50 s for two
+ * 16,000-element sequences), while ordinary text stays far below any sensible budget.
+ *
  * Performance (this runs on paragraphs, thousands of times per batch): code points are stored in
  * `Int32Array`s, `b2j` is a `Map<number, Int32Array>` keyed by code point, and CPython's per-row
  * `j2len` dicts are replaced by two reusable `Int32Array`s plus "touched index" lists, so the
