@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { get, post, request } from "./helpers/http.ts";
+import { rawRequest } from "./helpers/raw-http.ts";
 import { alphabetSortGold, reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { validateBase } from "../src/cli/validate.ts";
@@ -14,6 +15,8 @@ export interface ConformanceTarget {
   origin: () => string;
   /** The largest accepted body, to test 413. */
   maxBodyBytes: number;
+  /** A second server of the same platform that requires this bearer token (ENVWORKER_TOKEN). */
+  withToken: () => { origin: string; token: string };
 }
 
 const lastUser = (messages: { role: string; content: string }[]) => [...messages].reverse().find((m) => m.role === "user")!.content;
@@ -240,18 +243,22 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
       }
 
       it("a chunked body over the size limit (no Content-Length) → 413 PAYLOAD_TOO_LARGE", async () => {
-        const chunk = new TextEncoder().encode("x".repeat(8192));
-        let sent = 0;
-        const stream = new ReadableStream<Uint8Array>({
-          pull(controller) {
-            if (sent > target.maxBodyBytes * 2) return controller.close();
-            sent += chunk.length;
-            controller.enqueue(chunk);
-          },
+        // Over a raw socket: the body is sent in 8 KiB chunks until it just passes the limit and
+        // then held open, so the server has read every byte sent when it answers 413 (nothing
+        // unread for it to reset the connection over), and the answer is read as it arrives.
+        const chunk = "x".repeat(8192);
+        const pieces = Array.from({ length: Math.floor(target.maxBodyBytes / chunk.length) + 1 }, () => chunk);
+        const url = new URL(rt());
+        const res = await rawRequest(target.origin(), {
+          method: "POST",
+          path: `${url.pathname}/step`,
+          headers: { "content-type": "application/json" },
+          body: pieces,
+          chunked: true,
+          end: false,
         });
-        const res = await fetch(`${rt()}/step`, { method: "POST", body: stream, duplex: "half" } as RequestInit);
         expect(res.status).toBe(413);
-        expect((await res.json()).error.code).toBe("PAYLOAD_TOO_LARGE");
+        expect(JSON.parse(res.body).error.code).toBe("PAYLOAD_TOO_LARGE");
       });
 
       it("an episode in play is undisturbed by all of the above", async () => {
@@ -268,6 +275,39 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         const reset = await post(`${rt()}/reset`, {});
         const res = await post(`${as()}/step`, { episode_id: reset.body.episode_id, action: { content: "a" } });
         expect(res.status).toBe(404);
+      });
+    });
+
+    describe("HEAD answers wherever GET does, with the same access rules", () => {
+      const head = (url: string, headers: Record<string, string> = {}) => fetch(url, { method: "HEAD", headers });
+      const paths = () => ["/health", "/envs", "/envs/reverse-text/health", "/envs/reverse-text/metadata", "/envs/reverse-text/schema", "/envs/reverse-text/state?episode_id=nope", "/envs/reverse-text/reset", "/envs/nope/metadata", "/nope"];
+
+      it("gives GET's status and headers, with no body", async () => {
+        for (const path of paths()) {
+          const g = await fetch(`${target.origin()}${path}`);
+          const h = await head(`${target.origin()}${path}`);
+          expect(h.status, path).toBe(g.status);
+          expect(h.headers.get("content-type"), path).toBe(g.headers.get("content-type"));
+          expect(await h.text(), path).toBe("");
+          await g.arrayBuffer();
+        }
+        expect((await head(`${target.origin()}/health`)).status).toBe(200);
+      });
+
+      it("with a token configured: HEAD /health is open, other routes need the token", async () => {
+        const { origin, token } = target.withToken();
+        const auth = { authorization: `Bearer ${token}` };
+        expect((await head(`${origin}/health`)).status).toBe(200);
+        expect((await fetch(`${origin}/health`)).status).toBe(200);
+        for (const path of ["/envs", "/envs/reverse-text/metadata", "/envs/reverse-text/health"]) {
+          const refused = await head(`${origin}${path}`);
+          expect(refused.status, path).toBe(401);
+          expect(refused.headers.get("www-authenticate"), path).toMatch(/^Bearer/);
+          expect((await head(`${origin}${path}`, auth)).status, path).toBe(200);
+          expect((await head(`${origin}/t/${token}${path}`)).status, path).toBe(200);
+          expect((await head(`${origin}/t/wrong-${token}${path}`)).status, path).toBe(401);
+          expect((await fetch(`${origin}${path}`)).status, path).toBe(401);
+        }
       });
     });
 
