@@ -30,8 +30,11 @@ export interface LiveServer {
   rssKiB(): number;
   /** Everything the server wrote to stderr so far. */
   stderr(): string;
-  /** SIGTERM, then SIGKILL if it has not exited after a grace period. */
-  stop(): Promise<void>;
+  /**
+   * SIGTERM, then SIGKILL if it has not exited after a grace period. Resolves with how it ended:
+   * "SIGTERM" (or an exit code) when it stopped by itself, "SIGKILL" when it had to be killed.
+   */
+  stop(): Promise<string>;
 }
 
 /**
@@ -78,11 +81,13 @@ export async function startLiveServer(env: Record<string, string> = {}, serveArg
     rssKiB: () => rssKiB(pid),
     stderr: () => stderr,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      const ended = () => String(child.signalCode ?? child.exitCode);
+      if (child.exitCode !== null || child.signalCode !== null) return ended();
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
       await exited;
       clearTimeout(timer);
+      return ended();
     },
   };
 }

@@ -1,0 +1,121 @@
+/**
+ * Hostile model code against a live server, on both Node sandboxes: code that makes V8 abort,
+ * memory bombs, type stripping that takes exponential time, and a flood of runaway tool calls.
+ * Each attack must cost its own run (ok:false, a tool error, a reward of 0) and nothing else:
+ * the server's process stays up and a probe playing reverse-text is served within a second
+ * throughout (test/helpers/hostile.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
+
+const rpc = (s: LiveServer, env: string, name: string, args: unknown) =>
+  fetch(`${s.url}/envs/${env}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...s.headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+
+const json = (s: LiveServer, path: string, body: unknown) =>
+  fetch(`${s.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...s.headers }, body: JSON.stringify(body) }).then(
+    async (r) => ({ status: r.status, body: (await r.json()) as any }),
+  );
+
+const toolCall = (id: string, code: string, typescript = false) => ({
+  id,
+  type: "function",
+  function: { name: "javascript", arguments: JSON.stringify(typescript ? { code, typescript } : { code }) },
+});
+
+/** The line that made V8 abort the whole process (`Fatal JavaScript invalid size error`). */
+const FATAL = `"x".repeat(2**27).split("")`;
+/** Each run grew RSS by ~1.5 GB that was never given back. */
+const REGEX_BOMB = `'x'.repeat(2**27).match(/x/g).length`;
+/** Type stripping of nested generics that backtracks: quadratic to exponential in the input. */
+const TS_BOMB = "let v = " + "a<a<".repeat(24_000) + "a";
+
+for (const backend of ["isolated-vm", "quickjs"] as const) {
+  describe(`hostile model code on ${backend}`, () => {
+    let server: LiveServer;
+    beforeAll(async () => {
+      server = await startLiveServer({ ENVWORKER_SANDBOX: backend });
+    }, 120_000);
+    afterAll(async () => {
+      await server?.stop();
+    });
+
+    it("a line that makes V8 abort costs its own run: MCP tool call, episode tool call, js-code answer through /score", async () => {
+      const outcome = await underAttack(server, async () => {
+        const mcp = await rpc(server, "math-tools", "javascript", { code: FATAL });
+        const reset = await json(server, "/envs/math-tools/reset", { seed: 1 });
+        const step = await json(server, "/envs/math-tools/step", { episode_id: reset.body.episode_id, action: { content: null, tool_calls: [toolCall("c1", FATAL)] } });
+        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```javascript\n" + FATAL + ";\nfunction fizzbuzz(n) { return []; }\n```", answer: "" }], args: {} });
+        return { mcp, step, score };
+      });
+      expectServed(`${backend}: fatal V8 error`, outcome, { maxRssGrowthMiB: 600 });
+      const { mcp, step, score } = outcome.result;
+      expect(mcp.status).toBe(200);
+      expect(mcp.body.result.isError).toBe(true);
+      expect(step.status).toBe(200);
+      expect(step.body.observation.messages[0].content).toMatch(/^Error:/);
+      expect(score.status).toBe(200);
+      expect(score.body.results[0].reward).toBe(0);
+    });
+
+    it("memory bombs end as errors, their memory is returned, and SIGTERM still stops the server", async () => {
+      const own = await startLiveServer({ ENVWORKER_SANDBOX: backend });
+      try {
+        const outcome = await underAttack(own, async () => {
+          const results = [];
+          for (let i = 0; i < 4; i++) results.push(await rpc(own, "math-tools", "javascript", { code: REGEX_BOMB }));
+          return results;
+        });
+        // Four runs that each grew the process by ~1.5 GB before: now bounded by the sandbox's limit.
+        expectServed(`${backend}: regex memory bomb × 4`, outcome, { maxRssGrowthMiB: 600 });
+        for (const r of outcome.result) {
+          expect(r.body.result.isError).toBe(true);
+          expect(r.body.result.content[0].text).toMatch(/^Error:|MemoryLimitError|TimeoutError|memory|timed out/i);
+        }
+        const after = await rpc(own, "math-tools", "javascript", { code: "1 + 1" });
+        expect(after.body.result).toMatchObject({ isError: false });
+      } finally {
+        // Before, only SIGKILL stopped a server after these runs.
+        expect(await own.stop()).toBe("SIGTERM");
+      }
+    }, 120_000);
+
+    it("TypeScript whose type stripping backtracks costs its own run, not the event loop", async () => {
+      const outcome = await underAttack(server, async () => {
+        const tool = await rpc(server, "math-tools", "javascript", { code: TS_BOMB, typescript: true });
+        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```ts\n" + TS_BOMB + "\n```", answer: "" }], args: { language: "typescript" } });
+        return { tool, score };
+      });
+      expectServed(`${backend}: type-stripping bomb`, outcome);
+      expect(outcome.result.tool.status).toBe(200);
+      expect(outcome.result.tool.body.result.isError).toBe(true);
+      expect(outcome.result.score.status).toBe(200);
+      expect(outcome.result.score.body.results[0].reward).toBe(0);
+    });
+
+    it("20 runaway tool calls in one step do not delay another episode's `1 + 1`", async () => {
+      const flood = (async () => {
+        const reset = await json(server, "/envs/math-tools/reset", { seed: 2 });
+        const calls = Array.from({ length: 20 }, (_, i) => toolCall(`spin${i}`, "while (true) {}"));
+        return json(server, "/envs/math-tools/step", { episode_id: reset.body.episode_id, action: { content: null, tool_calls: calls } });
+      })();
+      const outcome = await underAttack(server, async () => {
+        // Another client's episode, once the flood is queued.
+        await new Promise((r) => setTimeout(r, 200));
+        const reset = await json(server, "/envs/math-tools/reset", { seed: 3 });
+        return json(server, "/envs/math-tools/step", { episode_id: reset.body.episode_id, action: { content: null, tool_calls: [toolCall("add", "1 + 1")] } });
+      });
+      expectServed(`${backend}: 20 runaway tool calls`, outcome);
+      const victim = outcome.result;
+      expect(victim.status).toBe(200);
+      expect(victim.body.observation.messages[0].content).not.toMatch(/^Error/);
+      expect(victim.body.observation.messages[0].content).toContain("2");
+      const spun = await flood;
+      expect(spun.status).toBe(200);
+      for (const m of spun.body.observation.messages) expect(m.content).toMatch(/^Error:.*(timed out|TimeoutError)/i);
+    }, 180_000);
+  });
+}
