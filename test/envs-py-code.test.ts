@@ -165,10 +165,10 @@ describe("py-code: episodes and the code-reward service", () => {
     const index = TASKS.findIndex((t) => t.id === "sum-two");
     const { state } = resetEpisode(pyCode, "ep", { index, args: { feedback: true } });
     expect(state.messages[0]).toEqual({ role: "system", content: SYSTEM_PROMPT });
-    const good = await stepEpisode(pyCode, structuredClone(state), { role: "assistant", content: fence(REFERENCE["sum-two"]!) }, services());
+    const good = await stepEpisode(pyCode, structuredClone(state), { content: fence(REFERENCE["sum-two"]!) }, services());
     expect(good.result.reward).toBe(1);
     expect(good.result.observation.metrics).toMatchObject({ pass_rate: 1, all_passed: 1, tests_passed: 5, tests_total: 5, compile_error: 0, timed_out: 0 });
-    const bad = await stepEpisode(pyCode, structuredClone(state), { role: "assistant", content: fence("print('x')") }, services());
+    const bad = await stepEpisode(pyCode, structuredClone(state), { content: fence("print('x')") }, services());
     expect(bad.result.reward).toBe(0);
     expect(bad.result.observation.messages.at(-1)?.content).toContain("Hidden tests: 0/5 passed.");
   });
