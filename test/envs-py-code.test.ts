@@ -201,3 +201,31 @@ describe("py-code: episodes and the code-reward service", () => {
     expect(e).toMatchObject({ passed: 0, status: "sandbox_error" });
   });
 });
+
+describe("js-code: the same code-reward service (client info.tests)", () => {
+  it("grades calls of info.function_name and stdin/stdout programs, and refuses bad tests", async () => {
+    const { default: jsCode } = await import("../envs/js-code/index.ts");
+    const { scoreItems } = await import("../src/server/score.ts");
+    const { createSandbox } = await import("../src/sandbox/index.ts");
+    const sandbox = createSandbox("quickjs");
+    try {
+      const js = (code: string) => "```javascript\n" + code + "\n```";
+      const results = await scoreItems(
+        jsCode,
+        [
+          { completion: js("function double(x) { return 2 * x; }"), info: { function_name: "double", tests: [{ args: [2], expected: 4 }, { args: [-1], expected: -2 }, { args: [0], expected: 1 }] } },
+          { completion: js("console.log(stdin.split(' ').map(Number).reduce((a, b) => a + b, 0))"), info: { tests: [{ input: "2 3", output: "5\n" }, { input: "1 1", output: "3" }] } },
+          { completion: js("for (;;) {}"), info: { tests: [{ input: "", output: "x" }], timeout_ms: 200 } },
+          { completion: js("function double(x) { return x; }"), info: { tests: [{ args: [1], expected: 1 }] } },
+        ],
+        { sandbox },
+      );
+      expect(results[0]).toMatchObject({ reward: 2 / 3 });
+      expect(results[1]).toMatchObject({ reward: 0.5 });
+      expect(results[2]).toMatchObject({ reward: 0, metrics: { timed_out: 1 } });
+      expect(results[3]!.errors?.pass_rate).toMatch(/function_name/);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+});
