@@ -15,6 +15,7 @@ import { DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
+import { createPythonSandbox } from "./sandbox/python.ts";
 
 export interface RunningServer {
   url: string;
@@ -60,9 +61,16 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const make = () => createSandbox(undefined, config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
   const sandbox = opts.sandbox ?? make();
   const statelessSandbox = opts.sandbox ?? make();
+  // The Python sandbox (py-code, the python tool): interpreters start on first use. Same split.
+  const makePython = () => createPythonSandbox(config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
+  const python = makePython();
+  const statelessPython = makePython();
   // Environment code runs in worker threads under a deadline; the sandboxes stay here, shared.
+  // Stateless calls (score, MCP: keyed by connection) use their own sandboxes, so a client's
+  // batch of slow code never delays the tool calls and rewards of episodes being played.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) => ({ sandbox: scope.key.startsWith("conn:") || scope.key.startsWith("ws:") ? statelessSandbox : sandbox }),
+    services: (scope) =>
+      scope.key.startsWith("conn:") || scope.key.startsWith("ws:") ? { sandbox: statelessSandbox, python: statelessPython } : { sandbox, python },
     timeoutMs: config.envTimeoutMs,
   });
   const host = new StoreEpisodeHost(store, engine, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars }, budget);
@@ -79,7 +87,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
-  const sandboxes = owned ? [sandbox, statelessSandbox] : [];
+  const sandboxes = [...(owned ? [sandbox, statelessSandbox] : []), python, statelessPython];
   return { app, store, engine, budget, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }
 
