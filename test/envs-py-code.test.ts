@@ -4,6 +4,7 @@
  * os._exit mid-run, __eq__ overrides, patched assert helpers, reading the tests), episodes, and
  * the code-reward service (client `info.tests` through POST /envs/py-code/score).
  */
+import { inlineEngine } from "../src/server/engine.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pyCode, { buildPrompt, extractCode, SYSTEM_PROMPT, MAX_TEST_TIMEOUT_MS } from "../envs/py-code/index.ts";
 import { evaluatePython, normaliseOutput, type TestSpec } from "../envs/py-code/harness.ts";
@@ -175,7 +176,7 @@ describe("py-code: episodes and the code-reward service", () => {
 
   it("scores a client's own tests over HTTP (asserts and stdin/stdout), and refuses bad ones", async () => {
     const store = new MemoryEpisodeStore({});
-    const app = createApp({ envs: [pyCode], host: new StoreEpisodeHost(store, services(), {}), services: services() });
+    const app = createApp({ envs: [pyCode], host: new StoreEpisodeHost(store, inlineEngine(services()), {}), services: services() });
     const post = (items: unknown[]) => app.request("/envs/py-code/score", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ items }) });
     const res = await post([
       { completion: fence("def f(x):\n    return 2 * x"), info: { tests: ["assert f(2) == 4", "assert f(0) == 0", "assert f(-1) == 3"] } },
