@@ -190,7 +190,7 @@ export function sessionWebSocket(
 ): MiddlewareHandler<AppEnv> {
   const maxMessageBytes = opts.maxWsMessageBytes ?? 1 << 20;
   const engine = opts.engine ?? inlineEngine(opts.services ?? {});
-  return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine }), opts.budget));
+  return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine }), opts.budget, 2 * maxMessageBytes));
 }
 
 /** Messages a client may have waiting on one socket; a client flooding past it is cut off. */
@@ -201,9 +201,11 @@ const MAX_PENDING_WS_MESSAGES = 64;
  * Waiting messages are held against the memory budget: past it, a message is answered with an
  * OVERLOADED error instead of being queued.
  */
-function wsHandlers(session: WsSession, budget: MemoryBudget | undefined) {
+function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPendingChars: number) {
   let chain: Promise<void> = Promise.resolve();
   let pending = 0;
+  /** Characters of the messages waiting on this socket. */
+  let pendingChars = 0;
   let closed = false;
   const enqueue = (work: () => Promise<void>) => {
     // A failure here is a bug, not a client's doing: log it and keep the session's queue alive.
@@ -223,14 +225,21 @@ function wsHandlers(session: WsSession, budget: MemoryBudget | undefined) {
       // Strings are counted at two bytes per character, like stored states.
       const bytes = 2 * text.length;
       try {
+        // One socket may keep about two large messages waiting: a request/response client never
+        // has more, and a flood is answered at once instead of being parsed.
+        if (pending > 0 && pendingChars + text.length > maxPendingChars) {
+          throw new ApiError("OVERLOADED", `more than ${maxPendingChars} characters of messages waiting on this socket: send one at a time`, { retry_after_s: 1 });
+        }
         budget?.hold(bytes);
       } catch (err) {
         if (ws.readyState === 1) ws.send(JSON.stringify(wsError(toApiError(err))));
         return;
       }
       pending++;
+      pendingChars += text.length;
       enqueue(async () => {
         pending--;
+        pendingChars -= text.length;
         try {
           if (closed) return;
           const { reply, close } = await session.handle(text);
