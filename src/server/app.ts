@@ -18,6 +18,7 @@ import { scoreItems } from "./score.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
 import { WsSession } from "./ws-session.ts";
+import { mountWeb } from "../web/mount.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
@@ -79,6 +80,9 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       })),
     }),
   );
+
+  // The playground (/web) and `GET /` → /web: pages and their assets, under the same token rule.
+  mountWeb(app, { envs: opts.envs });
 
   const b = "/envs/:name";
   app.use(`${b}/*`, async (c, next) => {
