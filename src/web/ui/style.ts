@@ -22,6 +22,7 @@ h1, h2, h3 { line-height: 1.25; margin: 0 0 .5rem; font-weight: 650; letter-spac
 h1 { font-size: 1.45rem; } h2 { font-size: 1.1rem; } h3 { font-size: .95rem; }
 p { margin: 0 0 .75rem; }
 :focus-visible { outline: 3px solid color-mix(in srgb, var(--accent) 55%, transparent); outline-offset: 2px; border-radius: 4px; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .skip { position: absolute; left: -999px; top: 0; background: var(--surface); padding: .5rem 1rem; z-index: 10; }
 .skip:focus { left: .5rem; }
 
@@ -41,7 +42,7 @@ main { max-width: 1360px; margin: 0 auto; padding: 1.25rem 1.25rem 3rem; }
 .crumbs a { color: var(--muted); }
 
 .card { background: var(--surface); border: 1px solid var(--border); border-radius: var(--radius); box-shadow: var(--shadow); padding: 1rem 1.1rem; }
-.card + .card, .stack > * + * { margin-top: 1rem; }
+.stack > * + * { margin-top: 1rem; }
 .grid-cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(280px, 1fr)); gap: 1rem; }
 .grid-cards > .card { margin: 0; }
 .env-card { display: flex; flex-direction: column; gap: .4rem; }
