@@ -28,7 +28,8 @@ function tokenRedirect(c: Context): Response | undefined {
   if (token === undefined || c.req.path.startsWith("/t/")) return undefined;
   const url = new URL(c.req.url);
   url.searchParams.delete("token");
-  return c.redirect(`/t/${encodeURIComponent(token)}${url.pathname}${url.search}`, 302);
+  const path = url.pathname === "/" ? "/web" : url.pathname;
+  return c.redirect(`/t/${encodeURIComponent(token)}${path}${url.search}`, 302);
 }
 
 function html(c: Context, page: ReturnType<typeof EnvListPage>, status = 200) {

@@ -40,3 +40,33 @@ export async function screenshot(page: Page, name: string, fullPage = true): Pro
   await page.screenshot({ path, fullPage });
   return path;
 }
+
+/**
+ * Plays reverse-text in the playground at `origin` (which may carry a /t/{token} prefix): Reset,
+ * type the exact reversal of the prompt, Step. Returns the reward shown and the episode id.
+ */
+export async function playReverseText(page: Page, url: string, seed = 7): Promise<{ reward: string; episodeId: string; prompt: string }> {
+  await page.goto(url);
+  await page.getByLabel("seed").fill(String(seed));
+  await page.getByRole("button", { name: "Reset" }).click();
+  const reply = page.getByLabel("Your reply as the assistant");
+  await reply.waitFor();
+  const prompt = (await page.locator('.msg[data-role="user"] .content').textContent()) ?? "";
+  await reply.fill(`<reversed_text>${Array.from(prompt).reverse().join("")}</reversed_text>`);
+  await page.getByRole("button", { name: "Step" }).click();
+  const reward = (await page.getByTestId("reward").textContent()) ?? "";
+  return { reward, episodeId: (await page.getByTestId("episode-id").textContent()) ?? "", prompt };
+}
+
+/** Calls math-tools' calculator through the tool-call form; returns the tool message shown. */
+export async function playCalculator(page: Page, url: string, expression: string): Promise<string> {
+  await page.goto(url);
+  await page.getByLabel("seed").fill("1");
+  await page.getByRole("button", { name: "Reset" }).click();
+  await page.getByRole("button", { name: "Add tool call" }).click();
+  const call = page.getByTestId("tool-call");
+  await call.getByLabel("tool").selectOption("calculator");
+  await call.getByLabel("expression").fill(expression);
+  await page.getByRole("button", { name: "Step" }).click();
+  return (await page.locator('.msg[data-role="tool"] .content').textContent()) ?? "";
+}

@@ -386,9 +386,9 @@ function App(props: { boot: Boot }) {
             ) : null}
 
             {canStep ? (
-              <form class="composer stack" onSubmit={onStep} aria-labelledby="reply-label">
+              <form class="composer stack" onSubmit={onStep}>
                 <div>
-                  <label id="reply-label" for="reply">
+                  <label for="reply">
                     Your reply as the assistant
                   </label>
                   <textarea
