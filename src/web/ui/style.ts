@@ -59,6 +59,7 @@ main { max-width: 1360px; margin: 0 auto; padding: 1.25rem 1.25rem 3rem; }
 label, .label { display: block; font-size: .84rem; font-weight: 600; margin-bottom: .2rem; }
 .hint { display: block; font-size: .78rem; color: var(--muted); font-weight: 400; margin-top: .15rem; }
 input[type=text], input[type=number], input[type=search], select, textarea {
+  min-height: 2.4rem;
   width: 100%; font: inherit; font-size: .92rem; color: var(--text); background: var(--surface);
   border: 1px solid var(--border-strong); border-radius: 6px; padding: .42rem .55rem; }
 textarea { font-family: var(--mono); font-size: 13px; line-height: 1.45; resize: vertical; }
@@ -131,8 +132,10 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .chip:hover { border-color: currentColor; }
 
 /* playground */
-.play { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 420px); gap: 1.25rem; align-items: start; }
-.play .side { position: sticky; top: 1rem; max-height: calc(100vh - 2rem); overflow: auto; }
+.play { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 430px); grid-template-areas: "episode start" "episode wire"; grid-template-rows: auto 1fr; gap: 1.25rem; align-items: start; }
+.play .start-area { grid-area: start; } .play .episode-area { grid-area: episode; } .play .wire-area { grid-area: wire; }
+.play .start-area .fields { grid-template-columns: repeat(auto-fill, minmax(110px, 1fr)); }
+.play .start-area .fields .wide, .play .start-area details .fields { grid-template-columns: minmax(0, 1fr); }
 .episode-bar { display: flex; gap: .6rem; align-items: center; flex-wrap: wrap; }
 .episode-bar code { background: var(--sunken); padding: .15rem .4rem; border-radius: 4px; word-break: break-all; }
 .composer textarea { min-height: 6.5rem; }
@@ -164,7 +167,7 @@ pre.json { margin: 0; background: #1f2126; color: #e6e6e1; border-radius: 6px; p
 
 @media (max-width: 900px) {
   .play, .two { grid-template-columns: minmax(0, 1fr); }
-  .play .side { position: static; max-height: none; }
+  .play { grid-template-areas: "start" "episode" "wire"; grid-template-rows: auto; }
 }
 @media (max-width: 520px) {
   body { font-size: 14.5px; }

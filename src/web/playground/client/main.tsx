@@ -261,8 +261,7 @@ function App(props: { boot: Boot }) {
 
   return (
     <div class="play">
-      <div class="stack">
-        <section class="card" aria-labelledby="start-h">
+        <section class="card start-area" aria-labelledby="start-h">
           <h2 id="start-h">Start an episode</h2>
           <form onSubmit={onReset} class="stack">
             <div class="fields">
@@ -302,16 +301,17 @@ function App(props: { boot: Boot }) {
               <span class="muted small">POST {boot.shownApi}/reset</span>
             </div>
           </form>
-          <form onSubmit={onResume} class="row" style="margin-top:1rem">
-            <label for="resume-id" style="margin:0">
-              Resume episode
-            </label>
-            <input id="resume-id" type="text" autocomplete="off" spellcheck={false} placeholder="episode id" value={resumeId} style="flex:1;min-width:12rem;width:auto" onInput={(e: Event) => setResumeId((e.target as HTMLInputElement).value)} />
-            <button type="submit" disabled={busy}>
-              Resume
-            </button>
+          <form onSubmit={onResume} style="margin-top:1rem;padding-top:.9rem;border-top:1px solid var(--border)">
+            <label for="resume-id">Resume episode</label>
+            <div class="row">
+              <input id="resume-id" type="text" autocomplete="off" spellcheck={false} placeholder="episode id" value={resumeId} style="flex:1;width:auto;min-width:0" onInput={(e: Event) => setResumeId((e.target as HTMLInputElement).value)} />
+              <button type="submit" disabled={busy}>
+                Resume
+              </button>
+            </div>
           </form>
         </section>
+      <div class="stack episode-area">
 
         {error ? (
           <div class="error-box" role="alert">
@@ -362,7 +362,6 @@ function App(props: { boot: Boot }) {
                       <tr>
                         <th>metric</th>
                         <th class="num">value</th>
-                        <th class="hide-narrow"></th>
                       </tr>
                     </thead>
                     <tbody>
@@ -372,11 +371,6 @@ function App(props: { boot: Boot }) {
                             <code>{k}</code>
                           </td>
                           <td class="num">{fmt(v)}</td>
-                          <td class="hide-narrow" style="width:35%">
-                            <div class="bar">
-                              <span style={`width:${Math.max(0, Math.min(1, v)) * 100}%`}></span>
-                            </div>
-                          </td>
                         </tr>
                       ))}
                     </tbody>
@@ -463,7 +457,7 @@ function App(props: { boot: Boot }) {
         )}
       </div>
 
-      <aside class="side card" aria-labelledby="wire-h">
+      <aside class="card wire-area" aria-labelledby="wire-h">
         <h2 id="wire-h">On the wire</h2>
         <p class="muted small">Every request this page made and the server's reply, newest first. This is the whole protocol.</p>
         {exchanges.length === 0 ? <p class="muted small">Nothing yet.</p> : null}
