@@ -262,6 +262,21 @@ describe("envworker view", () => {
     expect(problems).toEqual([]);
   });
 
+  it("shows new runs in the list as they appear, keeping the runs picked for comparison", async () => {
+    const { page, problems } = await openPage(browser);
+    await page.goto(viewer.url);
+    const before = await page.locator("[data-testid=runs] tbody tr").count();
+    await page.locator(`input[value="${id("a")}"]`).check();
+    const dir = join(out, "evals", "reverse-text--fake--newcomer", "20990202-000000-123456");
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "metadata.json"), JSON.stringify({ env: "reverse-text", model: "fake/newcomer", num_examples: 8, rollouts_per_example: 3, started_at: "2099-02-02T00:00:00.000Z" }));
+    await writeFile(join(dir, "results.jsonl"), `${JSON.stringify(saved.a!.rows[0])}\n`);
+    await expect.poll(() => page.locator("[data-testid=runs] tbody tr").count(), { timeout: 10_000 }).toBe(before + 1);
+    expect(await page.locator('tr[data-run="reverse-text--fake--newcomer/20990202-000000-123456"]').textContent()).toContain("1/24");
+    expect(await page.locator(`input[value="${id("a")}"]`).isChecked()).toBe(true);
+    expect(problems).toEqual([]);
+  });
+
   it("is a command: `envworker view DIR --port 0` prints the URL of the run it was given", async () => {
     const child = spawn(process.execPath, [resolve("bin/envworker.js"), "view", saved.a!.dir, "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
     try {

@@ -31,6 +31,9 @@ function optionalNumber(raw: string | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+/** Changes whenever a run appears, goes or changes. */
+const listVersion = (runs: readonly Run[]) => runs.map((r) => `${r.id}@${r.version}`).join("|");
+
 const SORTS: RunSort[] = ["env", "model", "date", "reward", "errors"];
 
 function sortRuns(list: { run: Run; stats: RunStats }[], sort: RunSort, dir: "asc" | "desc") {
@@ -72,14 +75,14 @@ export function createViewerApp(root: string): Hono {
     const sortParam = c.req.query("sort") as RunSort | undefined;
     const sort = sortParam && SORTS.includes(sortParam) ? sortParam : "date";
     const dir = c.req.query("dir") === "asc" ? "asc" : "desc";
-    const runs = (await store.list()).map((run) => ({ run, stats: runStats(run) }));
+    const list = await store.list();
+    const runs = list.map((run) => ({ run, stats: runStats(run) }));
     const message = c.req.query("message");
-    return page(c, RunsPage({ root, runs: sortRuns(runs, sort, dir), sort, dir, liveUrl: "/api/version", message }));
+    return page(c, RunsPage({ root, runs: sortRuns(runs, sort, dir), sort, dir, live: { url: "/api/version", version: listVersion(list) }, message }));
   });
 
   app.get("/api/version", async (c) => {
-    const runs = await store.list();
-    return c.json({ version: runs.map((r) => `${r.id}@${r.version}`).join("|") });
+    return c.json({ version: listVersion(await store.list()) });
   });
   app.get("/api/runs/:group/:run/version", async (c) => {
     const run = await store.get(`${c.req.param("group")}/${c.req.param("run")}`);
@@ -102,8 +105,8 @@ export function createViewerApp(root: string): Hono {
       order: order === "best" || order === "worst" ? order : "example",
       page: Math.max(1, Math.floor(optionalNumber(c.req.query("page")) ?? 1)),
     };
-    const liveUrl = run.complete ? undefined : `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`;
-    return page(c, RunPage({ run, stats: runStats(run), view, liveUrl }));
+    const live = run.complete ? undefined : { url: `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`, version: run.version };
+    return page(c, RunPage({ run, stats: runStats(run), view, live }));
   });
 
   app.get("/runs/:group/:run/:example/:rollout", async (c) => {

@@ -31,7 +31,13 @@ const when = (run: Run) => {
 };
 const rewardClass = (x: number | null, error: string | null) => (error !== null ? "err" : x === null ? "r-lo" : x >= 0.999 ? "r-hi" : x > 0 ? "r-mid" : "r-lo");
 
-function ViewerPage(props: { title: string; children: Child; liveUrl?: string | undefined; current?: string }) {
+/** A page that follows a run still being written polls `live.url`, whose answer changes with `live.version`. */
+export interface Live {
+  url: string;
+  version: string;
+}
+
+function ViewerPage(props: { title: string; children: Child; live?: Live | undefined; current?: string }) {
   return (
     <Page
       title={`${props.title} · envworker view`}
@@ -40,7 +46,7 @@ function ViewerPage(props: { title: string; children: Child; liveUrl?: string | 
       product="eval results"
       nav={[{ href: "/", label: "Runs", current: props.current === "runs" }]}
       scripts={["/assets/chart.umd.min.js", "/assets/viewer.js"]}
-      boot={props.liveUrl ? { live: props.liveUrl } : {}}
+      boot={props.live ? { live: props.live } : {}}
     >
       {props.children}
     </Page>
@@ -83,7 +89,7 @@ function passText(stats: RunStats): string {
 
 export type RunSort = "env" | "model" | "date" | "reward" | "errors";
 
-export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStats }[]; sort: RunSort; dir: "asc" | "desc"; liveUrl: string; message?: string | undefined }) {
+export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStats }[]; sort: RunSort; dir: "asc" | "desc"; live: Live; message?: string | undefined }) {
   const header = (key: RunSort, label: string, num = false) => {
     const active = props.sort === key;
     const next = active && props.dir === "desc" ? "asc" : "desc";
@@ -97,7 +103,7 @@ export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStat
     );
   };
   return (
-    <ViewerPage title="Runs" liveUrl={props.liveUrl} current="runs">
+    <ViewerPage title="Runs" live={props.live} current="runs">
       <h1>Eval runs</h1>
       <p class="lede">
         Saved by <code>envworker eval -s</code> under <code>{props.root}</code>. Pick two runs of the same environment to compare them.
@@ -219,7 +225,7 @@ function viewQuery(view: RunView, page = view.page): string {
   return `?order=${view.order}${numberParam("min", f.min)}${numberParam("max", f.max)}${f.errorsOnly ? "&errors=1" : ""}${numberParam("tmin", f.minTurns)}${numberParam("tmax", f.maxTurns)}${page > 1 ? `&page=${page}` : ""}`;
 }
 
-export function RunPage(props: { run: Run; stats: RunStats; view: RunView; liveUrl: string | undefined }) {
+export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live: Live | undefined }) {
   const { run, stats, view } = props;
   const f = view.filter;
   const hist = rewardHistogram(stats.reward.values);
@@ -233,7 +239,7 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; liveU
   const slice = examples.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
   const u = stats.tokens;
   return (
-    <ViewerPage title={`${run.env} · ${run.model}`} liveUrl={props.liveUrl}>
+    <ViewerPage title={`${run.env} · ${run.model}`} live={props.live}>
       <div class="crumbs">
         <a href="/">Runs</a> / {run.env}
       </div>

@@ -92,35 +92,49 @@ function drawCharts(root: ParentNode): void {
   }
 }
 
-async function follow(versionUrl: string): Promise<void> {
-  let version: string | undefined;
+interface Live {
+  url: string;
+  version: string;
+}
+
+/** Ticked checkboxes (the runs picked for a comparison) survive a region being replaced. */
+function keepChecked(from: HTMLElement, to: HTMLElement): void {
+  for (const box of Array.from(from.querySelectorAll<HTMLInputElement>("input[type=checkbox]:checked"))) {
+    const same = Array.from(to.querySelectorAll<HTMLInputElement>("input[type=checkbox]")).find((b) => b.name === box.name && b.value === box.value);
+    if (same) same.checked = true;
+  }
+}
+
+async function follow(live: Live): Promise<void> {
+  let version = live.version;
   for (;;) {
     await new Promise((r) => setTimeout(r, POLL_MS));
-    let next: { version?: string; complete?: boolean };
+    let next: { version?: string };
     try {
-      next = (await (await fetch(versionUrl, { cache: "no-store" })).json()) as typeof next;
+      next = (await (await fetch(live.url, { cache: "no-store" })).json()) as typeof next;
     } catch {
       continue;
     }
-    if (version === undefined) {
-      // The first answer may already differ from what the page was built from: refresh once.
-      version = "";
+    if (next.version === undefined || next.version === version) continue;
+    version = next.version;
+    let fresh: Document;
+    try {
+      fresh = new DOMParser().parseFromString(await (await fetch(location.href, { cache: "no-store" })).text(), "text/html");
+    } catch {
+      continue;
     }
-    if (next.version === version) continue;
-    version = next.version ?? "";
-    const html = await (await fetch(location.href, { cache: "no-store" })).text();
-    const fresh = new DOMParser().parseFromString(html, "text/html");
     for (const region of Array.from(document.querySelectorAll<HTMLElement>("[data-live-region]"))) {
       const replacement = fresh.getElementById(region.id);
       if (!replacement) continue;
+      keepChecked(region, replacement);
       region.replaceWith(replacement);
       drawCharts(replacement);
     }
-    const boot = JSON.parse(fresh.getElementById("boot")?.textContent ?? "{}") as { live?: string };
+    const boot = JSON.parse(fresh.getElementById("boot")?.textContent ?? "{}") as { live?: Live };
     if (!boot.live) return; // the run finished: nothing more will change
   }
 }
 
 drawCharts(document);
-const boot = JSON.parse(document.getElementById("boot")?.textContent ?? "{}") as { live?: string };
+const boot = JSON.parse(document.getElementById("boot")?.textContent ?? "{}") as { live?: Live };
 if (boot.live) void follow(boot.live);
