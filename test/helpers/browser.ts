@@ -5,6 +5,7 @@
 import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { reverseTextGold } from "./oracles.ts";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 export const SCREENSHOTS = resolve(import.meta.dirname, "../../outputs/screenshots");
@@ -52,7 +53,7 @@ export async function playReverseText(page: Page, url: string, seed = 7): Promis
   const reply = page.getByLabel("Your reply as the assistant");
   await reply.waitFor();
   const prompt = (await page.locator('.msg[data-role="user"] .content').textContent()) ?? "";
-  await reply.fill(`<reversed_text>${Array.from(prompt).reverse().join("")}</reversed_text>`);
+  await reply.fill(reverseTextGold([{ role: "user", content: prompt }]));
   await page.getByRole("button", { name: "Step" }).click();
   const reward = (await page.getByTestId("reward").textContent()) ?? "";
   return { reward, episodeId: (await page.getByTestId("episode-id").textContent()) ?? "", prompt };
