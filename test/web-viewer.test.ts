@@ -176,6 +176,42 @@ describe("envworker view", () => {
     expect(problems).toEqual([]);
   });
 
+  it("lists a histogram bar's rollouts when the bar is clicked", async () => {
+    const { page, problems } = await openPage(browser);
+    await page.goto(`${viewer.url}/runs/${id("a")}`);
+    const canvas = page.locator("#charts-region canvas").first();
+    await canvas.waitFor();
+    // Where Chart.js drew the last bar (0.9–1), in the canvas's CSS pixels.
+    const bar = await canvas.evaluate((el) => {
+      const meta = (globalThis as any).Chart.getChart(el).getDatasetMeta(0).data[9];
+      return { x: meta.x, y: (meta.y + meta.base) / 2 };
+    });
+    await canvas.click({ position: bar });
+    await page.waitForURL(/min=0\.9&max=1#examples$/);
+    const top = saved.a!.rows.filter((r) => r.error === null && r.reward >= 0.9);
+    expect(top.length).toBeGreaterThan(0);
+    expect(await page.locator("[data-testid=examples] .chip").count()).toBe(top.length);
+    expect(problems).toEqual([]);
+  });
+
+  it("pages through a run with many examples", async () => {
+    const { page, problems } = await openPage(browser);
+    const dir = join(out, "evals", "reverse-text--fake--many", "20000101-000000-000000");
+    await mkdir(dir, { recursive: true });
+    const row = saved.a!.rows[0];
+    await writeFile(join(dir, "results.jsonl"), Array.from({ length: 60 }, (_, i) => `${JSON.stringify({ ...row, example_id: i, rollout: 0 })}\n`).join(""));
+    await writeFile(join(dir, "metadata.json"), JSON.stringify({ ...saved.a!.meta, model: "fake/many", num_examples: 60, rollouts_per_example: 1, started_at: "2000-01-01T00:00:00.000Z" }));
+    await page.goto(`${viewer.url}/runs/reverse-text--fake--many/20000101-000000-000000`);
+    const rows = page.locator("[data-testid=examples] tbody tr");
+    expect(await rows.count()).toBe(50);
+    await page.getByRole("link", { name: "next →" }).click();
+    await page.waitForURL(/page=2/);
+    expect(await rows.count()).toBe(10);
+    expect(await rows.first().getAttribute("data-example")).toBe("50");
+    await rm(join(out, "evals", "reverse-text--fake--many"), { recursive: true });
+    expect(problems).toEqual([]);
+  });
+
   it("shows a rollout's transcript: messages, tool calls and results, folded reasoning, metrics, timing and tokens", async () => {
     const { page, problems } = await openPage(browser);
     // From the run page, follow a rollout chip.
