@@ -63,9 +63,8 @@ function Chart(props: { spec: ChartSpec; label: string; small?: boolean }) {
 
 function rewardHistogram(values: number[], color?: string): { spec: ChartSpec; label: string } {
   const h = histogram(values);
-  const width = 1 / h.counts.length;
   return {
-    spec: { type: "histogram", labels: h.labels, counts: h.counts, edges: h.counts.map((_, i) => [i * width, (i + 1) * width]), ...(color ? { color } : {}) },
+    spec: { type: "histogram", labels: h.labels, counts: h.counts, edges: h.edges, ...(color ? { color } : {}) },
     label: `histogram: ${h.labels.map((l, i) => `${l}: ${h.counts[i]}`).join(", ")}`,
   };
 }

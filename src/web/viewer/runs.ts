@@ -138,25 +138,26 @@ async function scanLines(path: string, start: number, end: number, line: (text: 
   const fh = await open(path, "r");
   try {
     let pos = start;
-    let carry: Buffer = Buffer.alloc(0);
-    let carryAt = start;
-    let done = start;
+    // The start of a line that has not ended yet, in pieces: joined once, when it ends.
+    let pending: Buffer[] = [];
+    let lineStart = start;
     while (pos < end) {
       const buf = Buffer.alloc(Math.min(CHUNK, end - pos));
       const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
       if (bytesRead === 0) break;
-      pos += bytesRead;
-      const data = carry.length ? Buffer.concat([carry, buf.subarray(0, bytesRead)]) : buf.subarray(0, bytesRead);
+      const data = buf.subarray(0, bytesRead);
       let from = 0;
-      for (let nl = data.indexOf(10, from); nl !== -1; nl = data.indexOf(10, from)) {
-        line(data.subarray(from, nl), carryAt + from);
+      for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, from)) {
+        const piece = data.subarray(from, nl);
+        line(pending.length ? Buffer.concat([...pending, piece]) : piece, lineStart);
+        pending = [];
         from = nl + 1;
+        lineStart = pos + from;
       }
-      done = carryAt + from;
-      carry = Buffer.from(data.subarray(from));
-      carryAt = done;
+      if (from < data.length) pending.push(data.subarray(from));
+      pos += bytesRead;
     }
-    return done;
+    return lineStart;
   } finally {
     await fh.close();
   }

@@ -40,7 +40,8 @@ const value = (x: number | null | undefined) => (typeof x === "number" && Number
 export function runStats(run: Run): RunStats {
   const rows = run.rows;
   const n = run.meta.num_examples ?? new Set(rows.map((r) => r.example_id)).size;
-  const r = run.meta.rollouts_per_example ?? Math.max(1, ...rows.map((x) => x.rollout + 1));
+  // reduce, not Math.max(...xs): a spread of 100k rows would overflow the stack.
+  const r = run.meta.rollouts_per_example ?? rows.reduce((m, x) => Math.max(m, x.rollout + 1), 1);
   const rewards = rows.map((x) => (x.error === null ? value(x.reward) : 0));
   const byExample = new Map<number, RowSummary[]>();
   for (const row of rows) {
@@ -79,13 +80,15 @@ export function runStats(run: Run): RunStats {
     metrics,
     tokens,
     examples,
-    maxTurns: Math.max(0, ...rows.map((x) => x.turns)),
+    maxTurns: rows.reduce((m, x) => Math.max(m, x.turns), 0),
   };
 }
 
 export interface Histogram {
   labels: string[];
   counts: number[];
+  /** Each bin's [from, to): the last one includes its top. */
+  edges: [number, number][];
 }
 
 /**
@@ -101,12 +104,21 @@ export function histogram(values: readonly number[], opts: { bins?: number; lo?:
     if (v > hi) hi = v;
   }
   const width = (hi - lo) / bins;
+  // Edges rounded so that 0.3 is an edge (not 0.30000000000000004), and values binned against
+  // those same edges: a reward of exactly 0.7 is in 0.7–0.8, whatever 0.7 / 0.1 rounds to.
+  const edge = (i: number) => Number((lo + i * width).toFixed(10));
+  const edges = Array.from({ length: bins }, (_, i): [number, number] => [edge(i), edge(i + 1)]);
   const counts = new Array<number>(bins).fill(0);
-  for (const v of values) counts[Math.min(bins - 1, Math.floor((v - lo) / width))]!++;
+  for (const v of values) {
+    let i = Math.min(bins - 1, Math.max(0, Math.floor((v - lo) / width)));
+    while (i + 1 < bins && v >= edges[i + 1]![0]) i++;
+    while (i > 0 && v < edges[i]![0]) i--;
+    counts[i]!++;
+  }
   // Unicode minus, so that "−0.2 – 0" does not read as a range of dashes.
   const fmt = (x: number) => String(Number(x.toFixed(2))).replace("-", "\u2212");
-  const labels = counts.map((_, i) => `${fmt(lo + i * width)} – ${fmt(lo + (i + 1) * width)}`);
-  return { labels, counts };
+  const labels = edges.map(([a, b]) => `${fmt(a)} – ${fmt(b)}`);
+  return { labels, counts, edges };
 }
 
 export interface RowFilter {

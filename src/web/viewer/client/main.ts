@@ -70,6 +70,7 @@ function config(spec: ChartSpec): ChartConfiguration {
         // The bar's rollouts: its range as the reward filter (the last bin includes its top).
         const url = new URL(location.href);
         url.searchParams.set("min", String(edge[0]));
+        // [from, to): "reward ≤ to" minus a hair, except for the last bin, which includes its top.
         url.searchParams.set("max", String(i === (spec.edges?.length ?? 0) - 1 ? edge[1] : edge[1] - 1e-9));
         url.searchParams.delete("page");
         url.hash = "examples";
