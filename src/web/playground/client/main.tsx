@@ -88,6 +88,8 @@ function App(props: { boot: Boot }) {
   const [content, setContent] = useState("");
   const [calls, setCalls] = useState<DraftCall[]>([]);
   const [resumeId, setResumeId] = useState("");
+  const [copied, setCopied] = useState(false);
+  useEffect(() => setCopied(false), [episode?.id]);
 
   async function api(method: string, path: string, body?: unknown): Promise<Json> {
     const t0 = performance.now();
@@ -333,9 +335,20 @@ function App(props: { boot: Boot }) {
               {episode.truncated ? <span class="pill warn">truncated</span> : null}
               {episode.closed ? <span class="pill">closed</span> : null}
               <span class="spacer"></span>
-              <button type="button" class="quiet" onClick={() => void navigator.clipboard?.writeText(episode.id)}>
-                Copy id
-              </button>
+              {navigator.clipboard ? (
+                <button
+                  type="button"
+                  class="quiet"
+                  onClick={() =>
+                    void navigator.clipboard.writeText(episode.id).then(
+                      () => setCopied(true),
+                      () => setCopied(false),
+                    )
+                  }
+                >
+                  {copied ? "Copied" : "Copy id"}
+                </button>
+              ) : null}
               <button type="button" class="quiet" onClick={onClose} disabled={busy || episode.closed}>
                 Close episode
               </button>
@@ -459,7 +472,10 @@ function App(props: { boot: Boot }) {
 
       <aside class="card wire-area" aria-labelledby="wire-h">
         <h2 id="wire-h">On the wire</h2>
-        <p class="muted small">Every request this page made and the server's reply, newest first. This is the whole protocol.</p>
+        <p class="muted small">
+          Every request this page made and the server's reply, newest first: the same HTTP routes a trainer uses. All of them are described in{" "}
+          <a href={`${boot.api}/openapi.json`}>{`${boot.shownApi}/openapi.json`}</a>.
+        </p>
         {exchanges.length === 0 ? <p class="muted small">Nothing yet.</p> : null}
         {exchanges.map((x, i) => (
           <details class="exchange" open={i === 0} data-testid="exchange">
