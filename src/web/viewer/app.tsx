@@ -1,5 +1,5 @@
 /**
- * `envworker view`'s web app (Node only): the pages of ./pages.tsx over a RunStore, the shared
+ * `envworker view`'s web app (Node only): the pages of ./pages/ over a RunStore, the shared
  * stylesheet, the viewer's script, and Chart.js read from node_modules (nothing from a CDN).
  */
 import { readFile } from "node:fs/promises";
@@ -9,7 +9,11 @@ import { Hono, type Context } from "hono";
 import VIEWER_JS from "../generated/viewer-client.ts";
 import { PAGE_HEADERS } from "../ui/layout.tsx";
 import { STYLE_CSS } from "../ui/style.ts";
-import { ComparePage, MessagePage, RolloutPage, RunPage, RunsPage, type RunSort, type RunView } from "./pages.tsx";
+import { MessagePage } from "./pages/common.tsx";
+import { ComparePage } from "./pages/compare.tsx";
+import { RolloutPage } from "./pages/rollout.tsx";
+import { RunPage, type RunView } from "./pages/run.tsx";
+import { RunsPage, type RunSort } from "./pages/runs.tsx";
 import { RunStore, type Run } from "./runs.ts";
 import { compareRuns, runStats, type RunStats } from "./stats.ts";
 

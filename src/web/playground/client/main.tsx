@@ -7,24 +7,8 @@
 import { render, useEffect, useState } from "hono/jsx/dom";
 import { Conversation, type ChatMessage } from "../../ui/chat.tsx";
 import type { Boot } from "../boot.ts";
+import { RewardCard, ToolCallForm, WirePanel, type DraftCall, type Exchange, type Tool } from "./panels.tsx";
 import { collect, fieldsOf, initialValues, SchemaFields, type Field, type FieldValue } from "./schema-form.tsx";
-
-
-interface Tool {
-  name: string;
-  description: string;
-  parameters: unknown;
-}
-
-interface Exchange {
-  n: number;
-  method: string;
-  path: string;
-  request: unknown;
-  status: number;
-  response: unknown;
-  ms: number;
-}
 
 interface Episode {
   id: string;
@@ -36,12 +20,6 @@ interface Episode {
   metrics: Record<string, number>;
   turn: number;
   closed: boolean;
-}
-
-interface DraftCall {
-  key: number;
-  name: string;
-  values: Record<string, FieldValue>;
 }
 
 type Json = Record<string, any>;
@@ -66,8 +44,6 @@ function toolsFrom(list: unknown): Tool[] {
     return [{ name: fn.name, description: String(fn.description ?? ""), parameters: fn.parameters ?? fn.inputSchema ?? {} }];
   });
 }
-
-const fmt = (x: number | null | undefined) => (typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toFixed(3)) : "–");
 
 let exchangeCount = 0;
 let callKey = 0;
@@ -259,7 +235,6 @@ function App(props: { boot: Boot }) {
   const updateCall = (key: number, next: Partial<DraftCall>) => setCalls(calls.map((c) => (c.key === key ? { ...c, ...next } : c)));
 
   const canStep = episode !== null && !episode.done && !episode.closed;
-  const low = episode?.reward !== null && episode?.reward !== undefined && episode.reward < 0.5;
 
   return (
     <div class="play">
@@ -355,42 +330,7 @@ function App(props: { boot: Boot }) {
             </div>
             <Conversation messages={episode.messages} promptLength={episode.promptLength} />
 
-            {episode.done ? (
-              <div class={`card reward-card${low ? " low" : ""}`} id="reward" tabindex={-1} aria-live="polite">
-                <div class="row">
-                  <div>
-                    <div class="muted small">reward</div>
-                    <div class="reward-big" data-testid="reward">
-                      {fmt(episode.reward)}
-                    </div>
-                  </div>
-                  <div class="spacer"></div>
-                  <button type="button" onClick={onReset} disabled={busy}>
-                    Play again
-                  </button>
-                </div>
-                {Object.keys(episode.metrics).length ? (
-                  <table style="margin-top:.6rem" aria-label="metrics">
-                    <thead>
-                      <tr>
-                        <th>metric</th>
-                        <th class="num">value</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {Object.entries(episode.metrics).map(([k, v]) => (
-                        <tr data-metric={k}>
-                          <td>
-                            <code>{k}</code>
-                          </td>
-                          <td class="num">{fmt(v)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                ) : null}
-              </div>
-            ) : null}
+            {episode.done ? <RewardCard reward={episode.reward} metrics={episode.metrics} onAgain={onReset} busy={busy} /> : null}
 
             {canStep ? (
               <form class="composer stack" onSubmit={onStep}>
@@ -417,40 +357,15 @@ function App(props: { boot: Boot }) {
                     Ctrl+Enter sends it. {tools.length ? "Add tool calls below to call the environment's tools." : ""}
                   </span>
                 </div>
-                {calls.map((d, i) => {
-                  const tool = tools.find((t) => t.name === d.name);
-                  const fields = fieldsOf(tool?.parameters);
-                  return (
-                    <fieldset data-testid="tool-call">
-                      <legend>Tool call {i + 1}</legend>
-                      <div class="stack">
-                        <div class="row">
-                          <div style="flex:1;min-width:10rem">
-                            <label for={`call-${d.key}-tool`}>tool</label>
-                            <select
-                              id={`call-${d.key}-tool`}
-                              onChange={(e: Event) => {
-                                const name = (e.target as HTMLSelectElement).value;
-                                updateCall(d.key, { name, values: initialValues(fieldsOf(tools.find((t) => t.name === name)?.parameters)) });
-                              }}
-                            >
-                              {tools.map((t) => (
-                                <option value={t.name} selected={t.name === d.name}>
-                                  {t.name}
-                                </option>
-                              ))}
-                            </select>
-                          </div>
-                          <button type="button" class="quiet" style="align-self:flex-end" onClick={() => setCalls(calls.filter((c) => c.key !== d.key))}>
-                            Remove
-                          </button>
-                        </div>
-                        {tool?.description ? <p class="hint">{tool.description}</p> : null}
-                        <SchemaFields fields={fields} values={d.values} idPrefix={`call-${d.key}`} onChange={(name, v) => updateCall(d.key, { values: { ...d.values, [name]: v } })} />
-                      </div>
-                    </fieldset>
-                  );
-                })}
+                {calls.map((d, i) => (
+                  <ToolCallForm
+                    n={i + 1}
+                    draft={d}
+                    tools={tools}
+                    onChange={(next) => updateCall(d.key, next)}
+                    onRemove={() => setCalls(calls.filter((c) => c.key !== d.key))}
+                  />
+                ))}
                 <div class="row">
                   <button class="primary" type="submit" disabled={busy}>
                     Step
@@ -470,34 +385,7 @@ function App(props: { boot: Boot }) {
         )}
       </div>
 
-      <aside class="card wire-area" aria-labelledby="wire-h">
-        <h2 id="wire-h">On the wire</h2>
-        <p class="muted small">
-          Every request this page made and the server's reply, newest first: the same HTTP routes a trainer uses. All of them are described in{" "}
-          <a href={`${boot.api}/openapi.json`}>{`${boot.shownApi}/openapi.json`}</a>.
-        </p>
-        {exchanges.length === 0 ? <p class="muted small">Nothing yet.</p> : null}
-        {exchanges.map((x, i) => (
-          <details class="exchange" open={i === 0} data-testid="exchange">
-            <summary>
-              <span>{x.method}</span>
-              <span>{boot.shownApi + x.path}</span>
-              <span class={`status ${x.status >= 200 && x.status < 300 ? "ok" : "fail"}`}>{x.status || "network error"}</span>
-              <span class="muted">{x.ms} ms</span>
-            </summary>
-            <div class="body">
-              {x.request === undefined ? null : (
-                <>
-                  <h4>request</h4>
-                  <pre class="json">{JSON.stringify(x.request, null, 2)}</pre>
-                </>
-              )}
-              <h4>response</h4>
-              <pre class="json">{typeof x.response === "string" ? x.response : JSON.stringify(x.response, null, 2)}</pre>
-            </div>
-          </details>
-        ))}
-      </aside>
+      <WirePanel exchanges={exchanges} api={boot.api} shownApi={boot.shownApi} />
     </div>
   );
 }

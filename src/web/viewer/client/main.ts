@@ -5,7 +5,7 @@
  * data-live-region parts from a fresh copy (forms and focus elsewhere stay as they are).
  */
 import type { Chart as ChartType, ChartConfiguration } from "chart.js";
-import type { ChartSpec } from "../pages.tsx";
+import type { ChartSpec } from "../pages/common.tsx";
 
 declare const Chart: typeof ChartType;
 
