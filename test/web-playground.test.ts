@@ -37,6 +37,9 @@ describe("playground on Node", () => {
     }
     await page.getByRole("link", { name: "reverse-text" }).first().click();
     await page.waitForURL(/\/web\/reverse-text$/);
+    // Where OpenEnv has a playground, {base}/web, leads to the same page.
+    await page.goto(`${open.url}/envs/math-tools/web`);
+    expect(new URL(page.url()).pathname).toBe("/web/math-tools");
     await screenshot(page, "playground-list", false);
     expect(problems).toEqual([]);
   });
@@ -179,6 +182,8 @@ describe("playground behind ENVWORKER_TOKEN", () => {
     const { page } = await openPage(browser);
     await page.goto(`${locked.url}/?token=${TOKEN}`);
     expect(new URL(page.url()).pathname).toBe(`/t/${TOKEN}/web`);
+    await page.goto(`${locked.url}/t/${TOKEN}/envs/wordle/web`);
+    expect(new URL(page.url()).pathname).toBe(`/t/${TOKEN}/web/wordle`);
     await page.getByRole("link", { name: "math-tools" }).first().click();
     expect(await playCalculator(page, page.url(), "2 ^ 10")).toBe("1024");
   });

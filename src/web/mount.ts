@@ -1,7 +1,7 @@
 /**
  * The playground's routes on the protocol app (Node and Workers alike): `GET /` → `/web`, the
- * environment list at `/web`, one environment's playground at `/web/{name}`, and its script and
- * stylesheet under `/web/assets/`. They sit behind the same token check as every other route;
+ * environment list at `/web`, one environment's playground at `/web/{name}` (also reached from
+ * `/envs/{name}/web`, where OpenEnv has it), and its script and stylesheet under `/web/assets/`. They sit behind the same token check as every other route;
  * a page reached under `/t/{token}/` builds all its links and API calls under that prefix, and a
  * `?token=` visit is redirected there, so the browser never needs to send a header.
  */
@@ -40,6 +40,9 @@ export function mountWeb(app: Hono<any>, opts: { envs: readonly Environment[] })
   const byName = new Map(opts.envs.map((e) => [e.name, e]));
   app.get("/", (c) => tokenRedirect(c) ?? c.redirect(`${pathsOf(c).prefix}/web`, 302));
   app.get("/web", (c) => tokenRedirect(c) ?? html(c, EnvListPage({ envs: opts.envs, paths: pathsOf(c) })));
+  app.get("/web/", (c) => tokenRedirect(c) ?? c.redirect(`${pathsOf(c).prefix}/web`, 302));
+  // An OpenEnv server has its playground at {base}/web: so does each environment here.
+  app.get("/envs/:name/web", (c) => tokenRedirect(c) ?? c.redirect(`${pathsOf(c).prefix}/web/${encodeURIComponent(c.req.param("name"))}`, 302));
   app.get("/web/assets/:file", (c) => {
     const asset = ASSETS[c.req.param("file")];
     if (!asset) return c.json({ error: { code: "NOT_FOUND", message: `no asset ${c.req.param("file")}` } }, 404);
