@@ -37,6 +37,9 @@ describe("playground on Node", () => {
     }
     await page.getByRole("link", { name: "reverse-text" }).first().click();
     await page.waitForURL(/\/web\/reverse-text$/);
+    // Without a token configured, a ?token= is ignored, not redirected to routes that do not exist.
+    await page.goto(`${open.url}/web?token=whatever`);
+    expect(new URL(page.url()).pathname).toBe("/web");
     // Where OpenEnv has a playground, {base}/web, leads to the same page.
     await page.goto(`${open.url}/envs/math-tools/web`);
     expect(new URL(page.url()).pathname).toBe("/web/math-tools");

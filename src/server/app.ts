@@ -82,7 +82,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   );
 
   // The playground (/web) and `GET /` → /web: pages and their assets, under the same token rule.
-  mountWeb(app, { envs: opts.envs });
+  mountWeb(app, { envs: opts.envs, tokens: Boolean(opts.token) });
 
   const b = "/envs/:name";
   app.use(`${b}/*`, async (c, next) => {

@@ -23,9 +23,9 @@ function pathsOf(c: Context): Paths {
 }
 
 /** A `?token=` visit moves to the `/t/{token}/` form, which relative links and fetches keep. */
-function tokenRedirect(c: Context): Response | undefined {
+function redirectToken(c: Context, tokens: boolean): Response | undefined {
   const token = c.req.query("token");
-  if (token === undefined || c.req.path.startsWith("/t/")) return undefined;
+  if (!tokens || token === undefined || c.req.path.startsWith("/t/")) return undefined;
   const url = new URL(c.req.url);
   url.searchParams.delete("token");
   const path = url.pathname === "/" ? "/web" : url.pathname;
@@ -36,8 +36,10 @@ function html(c: Context, page: ReturnType<typeof EnvListPage>, status = 200) {
   return c.html(page, status as 200, PAGE_HEADERS);
 }
 
-export function mountWeb(app: Hono<any>, opts: { envs: readonly Environment[] }): void {
+/** `tokens`: the server requires a token (so the /t/{token}/ routes exist). */
+export function mountWeb(app: Hono<any>, opts: { envs: readonly Environment[]; tokens: boolean }): void {
   const byName = new Map(opts.envs.map((e) => [e.name, e]));
+  const tokenRedirect = (c: Context) => redirectToken(c, opts.tokens);
   app.get("/", (c) => tokenRedirect(c) ?? c.redirect(`${pathsOf(c).prefix}/web`, 302));
   app.get("/web", (c) => tokenRedirect(c) ?? html(c, EnvListPage({ envs: opts.envs, paths: pathsOf(c) })));
   app.get("/web/", (c) => tokenRedirect(c) ?? c.redirect(`${pathsOf(c).prefix}/web`, 302));
