@@ -3,12 +3,19 @@ import type { Environment } from "../src/env/environment.ts";
 import alphabetSort from "./alphabet-sort/index.ts";
 import countdown from "./countdown/index.ts";
 import jsCode from "./js-code/index.ts";
-import mathTools from "./math-tools/index.ts";
+import mathTools, { mathToolsPython } from "./math-tools/index.ts";
+import pyCode from "./py-code/index.ts";
 import reverseText from "./reverse-text/index.ts";
 import wordChain from "./word-chain/index.ts";
 import wordGroups from "./word-groups/index.ts";
 import wordle from "./wordle/index.ts";
 
-export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode];
+export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode, pyCode, mathToolsPython];
+
+/**
+ * Environments that need the Python sandbox (`Services.python`, Pyodide in worker threads): Node
+ * only. The Workers entry leaves them out of what it serves.
+ */
+export const NODE_ONLY_ENVIRONMENTS: ReadonlySet<string> = new Set([pyCode.name, mathToolsPython.name]);
 
 export default environments;

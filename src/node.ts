@@ -13,6 +13,7 @@ import { MemoryEpisodeStore } from "./server/episode-store.ts";
 import { createSandbox, type Sandbox } from "./sandbox/index.ts";
 import type { ServerConfig } from "./server/config.ts";
 import { readNodeBody } from "./server/node-body.ts";
+import { createPythonSandbox } from "./sandbox/python.ts";
 
 export interface RunningServer {
   url: string;
@@ -44,12 +45,16 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const make = () => createSandbox(undefined, config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
   const sandbox = opts.sandbox ?? make();
   const statelessSandbox = opts.sandbox ?? make();
-  const services = { sandbox };
+  // The Python sandbox (py-code, the python tool): interpreters start on first use. Same split.
+  const makePython = () => createPythonSandbox(config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
+  const python = makePython();
+  const statelessPython = makePython();
+  const services = { sandbox, python };
   const host = new StoreEpisodeHost(store, services, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
   app = createApp({
     envs,
     host,
-    services: { sandbox: statelessSandbox },
+    services: { sandbox: statelessSandbox, python: statelessPython },
     webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, services }),
     maxBodyBytes: config.maxBodyBytes,
     readBody: readNodeBody,
@@ -58,7 +63,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
-  const sandboxes = owned ? [sandbox, statelessSandbox] : [];
+  const sandboxes = [...(owned ? [sandbox, statelessSandbox] : []), python, statelessPython];
   return { app, store, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }
 

@@ -3,7 +3,7 @@
  * score, mcp) are answered here; each episode lives in its own Episode Durable Object, and each
  * WebSocket is handed to a fresh one that accepts it with the Hibernation API.
  */
-import { environments } from "../envs/index.ts";
+import { environments, NODE_ONLY_ENVIRONMENTS } from "../envs/index.ts";
 import { configFromEnv } from "./server/config.ts";
 import { createApp } from "./server/app.ts";
 import { newEpisodeId } from "./server/ids.ts";
@@ -22,7 +22,8 @@ function appFor(env: WorkerBindings) {
   if (app) return app;
   const config = configFromEnv(stringVars(env));
   app = createApp({
-    envs: environments,
+    // Pyodide does not fit a Worker: environments that need the Python sandbox are Node-only.
+    envs: environments.filter((e) => !NODE_ONLY_ENVIRONMENTS.has(e.name)),
     host: new DurableObjectEpisodeHost(() => bindings!),
     maxBodyBytes: config.maxBodyBytes,
     services: { sandbox: workersSandbox() },

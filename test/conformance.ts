@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { get, post, request } from "./helpers/http.ts";
+import { rawRequest } from "./helpers/raw-http.ts";
 import { alphabetSortGold, reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { validateBase } from "../src/cli/validate.ts";
@@ -14,6 +15,8 @@ export interface ConformanceTarget {
   origin: () => string;
   /** The largest accepted body, to test 413. */
   maxBodyBytes: number;
+  /** A second server of the same platform that requires this bearer token (ENVWORKER_TOKEN). */
+  withToken: () => { origin: string; token: string };
 }
 
 const lastUser = (messages: { role: string; content: string }[]) => [...messages].reverse().find((m) => m.role === "user")!.content;
@@ -165,6 +168,36 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         expect(res.body.results.map((r: { reward: number }) => r.reward)).toEqual([1, 0.4, 0]);
         expect(res.body.results[0].metrics).toEqual({ lcs_reward_func: 1 });
       });
+
+      it("lists examples without episodes, resets and scores by their reference", async () => {
+        const list = await post(`${rt()}/examples`, { split: "eval", start: 2, count: 2 });
+        expect(list.status).toBe(200);
+        expect(list.body.total).toBeGreaterThan(2);
+        expect(list.body.examples.map((e: { index: number }) => e.index)).toEqual([2, 3]);
+        const [ex] = list.body.examples;
+        expect(JSON.stringify(list.body)).not.toContain('"answer"');
+        const reset = await post(`${rt()}/reset`, { example: ex.example });
+        expect(reset.status).toBe(200);
+        expect(reset.body.observation.messages).toEqual(ex.prompt);
+        expect(reset.body.observation.info.example).toBe(ex.example);
+        await post(`${rt()}/close`, { episode_id: reset.body.episode_id });
+        const scored = await post(`${rt()}/score`, { items: [{ example: ex.example, completion: reverseTextGold(ex.prompt) }, { example: ex.example, completion: "x" }] });
+        expect(scored.status).toBe(200);
+        expect(scored.body.results.map((r: { reward: number }) => r.reward >= 1)).toEqual([true, false]);
+        // A generated environment is listed by seed; its prompts are the ones reset(seed) gives.
+        const gen = await post(`${as()}/examples`, { seeds: [5] });
+        expect(gen.body.total).toBeNull();
+        const genReset = await post(`${as()}/reset`, { seed: 5 });
+        expect(gen.body.examples[0].prompt).toEqual(genReset.body.observation.messages);
+        await post(`${as()}/close`, { episode_id: genReset.body.episode_id });
+        // A reference is re-derived, never trusted: another environment's, or a garbled one, is a 400.
+        for (const bad of [gen.body.examples[0].example, ex.example.slice(0, -3), "forged"]) {
+          const r = await post(`${rt()}/score`, { items: [{ example: bad, completion: "x" }] });
+          expect([r.status, r.body.error?.code]).toEqual([400, "VALIDATION_ERROR"]);
+        }
+        const tooMany = await post(`${rt()}/examples`, { count: 100_000 });
+        expect([tooMany.status, tooMany.body.error?.code]).toEqual([400, "VALIDATION_ERROR"]);
+      });
     });
 
     describe("bad input over HTTP gets the documented JSON error", () => {
@@ -210,18 +243,22 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
       }
 
       it("a chunked body over the size limit (no Content-Length) → 413 PAYLOAD_TOO_LARGE", async () => {
-        const chunk = new TextEncoder().encode("x".repeat(8192));
-        let sent = 0;
-        const stream = new ReadableStream<Uint8Array>({
-          pull(controller) {
-            if (sent > target.maxBodyBytes * 2) return controller.close();
-            sent += chunk.length;
-            controller.enqueue(chunk);
-          },
+        // Over a raw socket: the body is sent in 8 KiB chunks until it just passes the limit and
+        // then held open, so the server has read every byte sent when it answers 413 (nothing
+        // unread for it to reset the connection over), and the answer is read as it arrives.
+        const chunk = "x".repeat(8192);
+        const pieces = Array.from({ length: Math.floor(target.maxBodyBytes / chunk.length) + 1 }, () => chunk);
+        const url = new URL(rt());
+        const res = await rawRequest(target.origin(), {
+          method: "POST",
+          path: `${url.pathname}/step`,
+          headers: { "content-type": "application/json" },
+          body: pieces,
+          chunked: true,
+          end: false,
         });
-        const res = await fetch(`${rt()}/step`, { method: "POST", body: stream, duplex: "half" } as RequestInit);
         expect(res.status).toBe(413);
-        expect((await res.json()).error.code).toBe("PAYLOAD_TOO_LARGE");
+        expect(JSON.parse(res.body).error.code).toBe("PAYLOAD_TOO_LARGE");
       });
 
       it("an episode in play is undisturbed by all of the above", async () => {
@@ -238,6 +275,39 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         const reset = await post(`${rt()}/reset`, {});
         const res = await post(`${as()}/step`, { episode_id: reset.body.episode_id, action: { content: "a" } });
         expect(res.status).toBe(404);
+      });
+    });
+
+    describe("HEAD answers wherever GET does, with the same access rules", () => {
+      const head = (url: string, headers: Record<string, string> = {}) => fetch(url, { method: "HEAD", headers });
+      const paths = () => ["/health", "/envs", "/envs/reverse-text/health", "/envs/reverse-text/metadata", "/envs/reverse-text/schema", "/envs/reverse-text/state?episode_id=nope", "/envs/reverse-text/reset", "/envs/nope/metadata", "/nope"];
+
+      it("gives GET's status and headers, with no body", async () => {
+        for (const path of paths()) {
+          const g = await fetch(`${target.origin()}${path}`);
+          const h = await head(`${target.origin()}${path}`);
+          expect(h.status, path).toBe(g.status);
+          expect(h.headers.get("content-type"), path).toBe(g.headers.get("content-type"));
+          expect(await h.text(), path).toBe("");
+          await g.arrayBuffer();
+        }
+        expect((await head(`${target.origin()}/health`)).status).toBe(200);
+      });
+
+      it("with a token configured: HEAD /health is open, other routes need the token", async () => {
+        const { origin, token } = target.withToken();
+        const auth = { authorization: `Bearer ${token}` };
+        expect((await head(`${origin}/health`)).status).toBe(200);
+        expect((await fetch(`${origin}/health`)).status).toBe(200);
+        for (const path of ["/envs", "/envs/reverse-text/metadata", "/envs/reverse-text/health"]) {
+          const refused = await head(`${origin}${path}`);
+          expect(refused.status, path).toBe(401);
+          expect(refused.headers.get("www-authenticate"), path).toMatch(/^Bearer/);
+          expect((await head(`${origin}${path}`, auth)).status, path).toBe(200);
+          expect((await head(`${origin}/t/${token}${path}`)).status, path).toBe(200);
+          expect((await head(`${origin}/t/wrong-${token}${path}`)).status, path).toBe(401);
+          expect((await fetch(`${origin}${path}`)).status, path).toBe(401);
+        }
       });
     });
 

@@ -5,7 +5,15 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { SequenceMatcher, matchingBlocks, sequenceRatio, toCodePoints } from "../src/pycompat/difflib.ts";
+import {
+  codePointPrefix,
+  SequenceMatcher,
+  SequenceTooLongError,
+  SequenceWorkLimitError,
+  matchingBlocks,
+  sequenceRatio,
+  toCodePoints,
+} from "../src/pycompat/difflib.ts";
 
 interface DifflibCase {
   name: string;
@@ -119,5 +127,73 @@ describe("difflib hand-written cases", () => {
     }
     // Loose bound: catches accidental quadratic-allocation regressions, not a benchmark.
     expect(n).toBeGreaterThan(long.length);
+  });
+});
+
+describe("bounds for untrusted input (not in Python)", () => {
+  it("maxLength: every CPython vector within the bound gives the same ratio; longer sequences are refused", () => {
+    let refused = 0;
+    for (const c of cases) {
+      const max = 150;
+      if (c.la <= max && c.lb <= max) {
+        expect(sequenceRatio(c.a, c.b, { maxLength: max })).toBe(c.ratio);
+        expect(new SequenceMatcher(c.a, c.b, { maxLength: max }).ratio()).toBe(c.ratio);
+      } else {
+        expect(() => sequenceRatio(c.a, c.b, { maxLength: max })).toThrow(SequenceTooLongError);
+        expect(() => new SequenceMatcher(c.a, c.b, { maxLength: max })).toThrow(SequenceTooLongError);
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(10);
+    // Counted in code points, not UTF-16 units; an equal pair is refused too.
+    expect(sequenceRatio("😀😀", "😀", { maxLength: 2 })).toBe(2 / 3);
+    expect(() => sequenceRatio("abc", "abc", { maxLength: 2 })).toThrow(/sequence a has 3 code points/);
+  });
+
+  it("maxWork: every CPython vector gives the same result within its step count; a pathological pair is cut", () => {
+    for (const c of cases) {
+      const counted = new SequenceMatcher(c.a, c.b);
+      counted.ratio();
+      expect(counted.steps).toBeGreaterThanOrEqual(Math.min(c.la, 1));
+      const bounded = new SequenceMatcher(c.a, c.b, { maxWork: counted.steps });
+      expect(bounded.getMatchingBlocks()).toEqual(c.blocks);
+      expect(bounded.ratio()).toBe(c.ratio);
+    }
+    // Every other element changed in a periodic text: one block per matching element, each
+    // found by a scan of the rest of a; quadratic steps for 4,000 elements of 120 symbols.
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const a = Array.from({ length: 4000 }, (_, i) => sym(i % 120)).join("");
+    const b = Array.from(a, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    expect(() => sequenceRatio(a, b, { maxWork: 1_000_000 })).toThrow(SequenceWorkLimitError);
+    expect(() => sequenceRatio(a, b, { maxWork: 1_000_000 })).toThrow(/more than 1000000 steps/);
+    // The step count is per comparison: set_seq1 starts a new count.
+    const sm = new SequenceMatcher("abc", "abd", { maxWork: 10 });
+    for (let k = 0; k < 5; k++) {
+      sm.setSeq1("abc");
+      expect(sm.ratio()).toBe(2 / 3);
+    }
+  });
+
+  it("setSeq1 compares new sequences against the same b, as CPython's set_seq1", () => {
+    const byB = new Map<string, DifflibCase[]>();
+    for (const c of cases) byB.set(c.b, [...(byB.get(c.b) ?? []), c]);
+    const shared = [...byB.values()].find((group) => group.length >= 2);
+    const b = shared?.[0]!.b ?? cases[0]!.b;
+    const sm = new SequenceMatcher("", b);
+    for (const c of cases.filter((x) => x.b === b)) {
+      sm.setSeq1(c.a);
+      expect(sm.ratio()).toBe(c.ratio);
+    }
+    for (const c of cases.slice(0, 40)) {
+      sm.setSeq1(c.a);
+      expect(sm.ratio()).toBe(sequenceRatio(c.a, b));
+    }
+  });
+
+  it("codePointPrefix keeps whole code points", () => {
+    expect(codePointPrefix("héllo", 2)).toBe("hé");
+    expect(codePointPrefix("😀a😀b", 3)).toBe("😀a😀");
+    expect(codePointPrefix("ab", 5)).toBe("ab");
+    expect(codePointPrefix("abc", 0)).toBe("");
   });
 });

@@ -14,6 +14,8 @@ import alphabetSortEnv, {
   buildEpisode,
   extractFirstName,
   extractLastName,
+  MAX_COMPARED_CHARS,
+  MAX_NAMES_BOUND,
   MAX_TURNS_BOUND,
   sortNames,
   type AlphabetSortArgs,
@@ -24,6 +26,7 @@ import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode
 import { ApiError } from "../src/env/errors.ts";
 import type { Message } from "../src/env/messages.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
+import { sequenceRatio } from "../src/pycompat/difflib.ts";
 import { scoreRubric } from "../src/env/rubric.ts";
 import { scoreItems } from "../src/server/score.ts";
 
@@ -378,6 +381,39 @@ describe("alphabet-sort: weighted_reward", () => {
     expect(partial!.reward).toBe(2 / 3);
     // "annlee\nbokam" vs "annlee\nbokim": ratio 2*11/24 = 0.9166666666666666; **2 = 0.8402777777777777.
     expect(powered!.reward).toBe(0.8402777777777777);
+  });
+
+  it("limits: attempts are compared up to ~2x the longest ground truth; longer ground truths are refused", async () => {
+    const widest = { ...defaults, min_turns: MAX_TURNS_BOUND, max_turns: MAX_TURNS_BOUND, min_names_per_turn: MAX_NAMES_BOUND, max_names_per_turn: MAX_NAMES_BOUND };
+    let longest = 0;
+    for (let seed = 0; seed < 6; seed++) {
+      for (const gt of buildEpisode(new PyRandom(seed), widest).info!.ground_truths) longest = Math.max(longest, gt.join("\n").length);
+    }
+    expect(longest).toBeGreaterThan(5000);
+    expect(MAX_COMPARED_CHARS).toBeGreaterThanOrEqual(2 * longest);
+    // An attempt past the cap is compared up to the cap.
+    const filler = "x".repeat(MAX_COMPARED_CHARS);
+    const long = `<alphabetical_sorted>\nAnnLee\nBoKim\n${filler}${"y".repeat(50_000)}\n</alphabetical_sorted>`;
+    const capped = `annlee\nbokim\n${filler}`.slice(0, MAX_COMPARED_CHARS);
+    const expected = pyPowInt(sequenceRatio(capped, "annlee\nbokim"), 4);
+    expect(expected).toBeGreaterThan(0);
+    expect(await reward(conversation(long, T1_GOLD))).toBe((expected + 1) / 2);
+    // A ground truth past the cap (only a /score client can send one) is refused: reward 0, reported.
+    const huge = { ...tiny, ground_truths: [["Ann".repeat(MAX_COMPARED_CHARS)], tiny.ground_truths[1]!] };
+    const [r] = await scoreItems(env, [{ completion: conversation(T0_GOLD, T1_GOLD), info: huge }]);
+    expect(r!.reward).toBe(0);
+    expect(r!.errors?.weighted_reward).toMatch(/SequenceTooLongError/);
+    // Within the length cap, a pathological pair is cut by the step budget (reported, 0).
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const periodic = Array.from({ length: 8000 }, (_, i) => sym(i % 120)).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    const [w] = await scoreItems(env, [
+      { completion: [{ role: "assistant", content: `<alphabetical_sorted>\n${periodic}\n</alphabetical_sorted>` }], info: { ...tiny, num_turns: 1, ground_truths: [[holes]] } },
+    ]);
+    expect(w!.reward).toBe(0);
+    expect(w!.errors?.weighted_reward).toMatch(/SequenceWorkLimitError/);
+    // num_turns far past the turns given: the same mean, without a loop over empty turns.
+    expect(await reward(conversation(T0_GOLD, T1_GOLD), { ...tiny, num_turns: 1e15 })).toBe(2 / 1e15);
   });
 
   it("reports an error (reward 0) when info is missing", async () => {

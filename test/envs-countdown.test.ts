@@ -162,6 +162,16 @@ describe("countdown environment", () => {
     expect(a!.reward).toBe(0.7);
     expect(b!.reward).toBe(1);
   });
+
+  it("refuses client info with more numbers than a puzzle can have", async () => {
+    const [eight, many] = await scoreItems(countdown, [
+      { completion: "<answer>1 + 2</answer>", info: { numbers: [1, 2, 3, 4, 5, 6, 7, 8], target: 3 } },
+      { completion: "<answer>1 + 2</answer>", info: { numbers: Array.from({ length: 100_000 }, (_, i) => i), target: 3 } },
+    ]);
+    expect(eight!.reward).toBe(1);
+    expect(many!.reward).toBe(0);
+    expect(many!.errors?.countdown_reward).toMatch(/holds 100000 numbers; a puzzle has at most 8/);
+  });
 });
 
 describe("countdown generator", () => {

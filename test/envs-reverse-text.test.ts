@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import evalTexts from "../envs/reverse-text/data/eval.json" with { type: "json" };
 import trainTexts from "../envs/reverse-text/data/train.json" with { type: "json" };
-import reverseTextEnv, { reverseText, SYSTEM_PROMPT, wordCount } from "../envs/reverse-text/index.ts";
+import reverseTextEnv, { MAX_COMPARED_CHARS, reverseText, SYSTEM_PROMPT, wordCount } from "../envs/reverse-text/index.ts";
+import { sequenceRatio } from "../src/pycompat/difflib.ts";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { ApiError } from "../src/env/errors.ts";
 import type { Message } from "../src/env/messages.ts";
@@ -132,6 +133,31 @@ describe("reverse-text: lcs_reward_func", () => {
     // First match within a message, raw content (a tag inside a think block counts).
     const think = "<think><reversed_text>abc</reversed_text></think><reversed_text>cba</reversed_text>";
     expect((await score(reply(think), "cba")).reward).toBe(0.3333333333333333);
+  });
+
+  it("limits: the cap is ~10x the longest answer; longer replies are cut, longer answers refused", async () => {
+    const longest = Math.max(...[...trainTexts, ...evalTexts].map((t) => Array.from(t).length));
+    expect(MAX_COMPARED_CHARS).toBeGreaterThanOrEqual(10 * longest);
+    // Up to the cap: difflib's exact ratio (the reference's value).
+    const answer = reverseText(trainTexts[4]!);
+    const atCap = answer + "😀".repeat(MAX_COMPARED_CHARS - Array.from(answer).length);
+    expect((await score(reply(`<reversed_text>${atCap}</reversed_text>`), answer)).reward).toBe(sequenceRatio(atCap, answer));
+    // Past it: the reply is compared up to the cap.
+    const past = atCap + "x".repeat(100_000);
+    expect((await score(reply(`<reversed_text>${past}</reversed_text>`), answer)).reward).toBe(sequenceRatio(atCap, answer));
+    // An answer longer than the cap (only a /score client can send one) is refused, scoring 0.
+    const huge = "ab".repeat(MAX_COMPARED_CHARS);
+    const [r] = await scoreItems(env, [{ completion: `<reversed_text>${huge}</reversed_text>`, answer: huge }]);
+    expect(r!.reward).toBe(0);
+    expect(r!.errors?.lcs_reward_func).toMatch(/SequenceTooLongError: .*more than the 4000 allowed/);
+    // Within the length cap, a pathological pair (every other symbol changed in a periodic
+    // text) is cut by the step budget: refused, scoring 0, instead of seconds of work.
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    const periodic = Array.from({ length: MAX_COMPARED_CHARS }, (_, i) => sym(i % 120)).join("");
+    const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+    const [p] = await scoreItems(env, [{ completion: `<reversed_text>${periodic}</reversed_text>`, answer: holes }]);
+    expect(p!.reward).toBe(0);
+    expect(p!.errors?.lcs_reward_func).toMatch(/SequenceWorkLimitError/);
   });
 
   it("scores statelessly (/score items)", async () => {

@@ -4,13 +4,16 @@ import wordChain, {
   DEFAULT_STARTING_WORDS,
   editDistance,
   isValidEnglishWord,
+  isValidLink,
   longestValidChainFromStart,
   parseWordChain,
   startingWords,
   totalInvalidLinks,
   totalValidLinks,
 } from "../envs/word-chain/index.ts";
+import { PY_WORD_CLASS, pyStrip } from "../envs/shared/py.ts";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
+import { PyRandom } from "../src/pycompat/random.ts";
 import { scoreItems } from "../src/server/score.ts";
 
 async function answer(text: string, index = 0) {
@@ -23,7 +26,34 @@ function expectMetrics(actual: Record<string, number> | undefined, expected: Rec
   for (const [k, v] of Object.entries(expected)) expect(actual![k], k).toBeCloseTo(v, 12);
 }
 
+/** The reference parser line by line (strip, drop "N.", "->" to a space, non-word to a space, words). */
+function parseLineByLine(text: string): string[] {
+  let response = text;
+  if (response.includes("</think>")) response = pyStrip(response.split("</think>").pop()!);
+  const words: string[] = [];
+  for (const line of pyStrip(response).split("\n")) {
+    let clean = pyStrip(line).replace(/^\p{Nd}+\.\s*/u, "");
+    clean = clean.replace(/\s*->\s*/g, " ");
+    clean = clean.replace(new RegExp(`[^${PY_WORD_CLASS}\\s]`, "gu"), " ");
+    for (const m of clean.toLowerCase().matchAll(new RegExp(`(?<![${PY_WORD_CLASS}])[a-zA-Z]+(?![${PY_WORD_CLASS}])`, "gu"))) words.push(m[0]);
+  }
+  return words;
+}
+
 describe("word-chain parser and edit distance", () => {
+  it("the one-pass parser takes the same words as the reference's line-by-line parse", () => {
+    // Pieces that exercise every step: numbering, arrows, think tags, Unicode letters and digits,
+    // Python-only whitespace, case changes that alter length (İ), final sigma, underscores.
+    const pieces = ["hat", "Cat", "1.", "12. ", "٣.", "->", " -> ", "\n", " ", "\t", "\x1c", "\x85", "\u3000", ",", ".", "é", "İ", "ΣΑΣ", "_", "2", "x", "</think>", "<think>", "[", "]", "→", "😀", "a-b", "..."];
+    const rng = new PyRandom(7);
+    for (let n = 0; n < 3000; n++) {
+      let text = "";
+      const len = rng.randint(0, 12);
+      for (let i = 0; i < len; i++) text += rng.choice(pieces);
+      expect(parseWordChain(text), JSON.stringify(text)).toEqual(parseLineByLine(text));
+    }
+  });
+
   it("parses lists, numbered lines, arrows and think blocks like the reference", () => {
     expect(parseWordChain("hat, cat, cot")).toEqual(["hat", "cat", "cot"]);
     expect(parseWordChain("hat, [cat], [cot], ...")).toEqual(["hat", "cat", "cot"]);
@@ -46,6 +76,22 @@ describe("word-chain parser and edit distance", () => {
     expect(editDistance("kitten", "sitting")).toBe(3);
     expect(editDistance("cat", "cat")).toBe(0);
     expect(editDistance("", "abc")).toBe(3);
+  });
+
+  it("isValidLink (linear) agrees with editDistance === 1 on every pair of short words", () => {
+    // All words of length 0..4 over {a, b}, plus astral characters: every case of the rule.
+    const words = [""];
+    for (let len = 1; len <= 4; len++) for (const w of words.filter((x) => x.length === len - 1)) words.push(w + "a", w + "b");
+    words.push("😀", "a😀", "😀a", "😀😀", "ab😀");
+    let ones = 0;
+    for (const x of words) {
+      for (const y of words) {
+        const expected = editDistance(x, y) === 1;
+        if (expected) ones++;
+        expect(isValidLink(x, y), `${x} → ${y}`).toBe(expected);
+      }
+    }
+    expect(ones).toBeGreaterThan(50);
   });
 
   it("uses the SCOWL ≤ 50 dictionary", () => {
@@ -101,6 +147,12 @@ describe("word-chain rewards", () => {
     expect(longestValidChainFromStart(chain)).toBe(0);
     expect(longestValidChainFromStart(["hat"])).toBe(0);
     expect(longestValidChainFromStart(["hat", "hot"])).toBe(1);
+  });
+
+  it("hostile: two 30,000-letter words (one letter apart) are not dictionary words: every link is invalid", async () => {
+    const long = "a".repeat(30_000);
+    const r = await answer(`${long}, ${long}b, hat, hot`);
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 1, total_invalid_links: 2 });
   });
 
   it("scores statelessly from the completion alone", async () => {

@@ -174,6 +174,24 @@ describe("word-groups episode", () => {
       expect(r.reward).toBeCloseTo(0.05 + 0.1 * (2 / 3), 12);
     }
   });
+
+  it("refuses client groups of another shape in /score (the replay's work grows with member counts)", async () => {
+    const s = start();
+    const groups = (s.info as unknown as WordGroupsInfo).groups;
+    const huge = groups.map((g) => ({ ...g, members: Array.from({ length: 50_000 }, (_, i) => `W${i}`) }));
+    const [bad, badAnswer, ok] = await scoreItems(wordGroups, [
+      { completion: "<guess>A, B, C, D</guess>", info: { groups: huge } },
+      { completion: "<guess>A, B, C, D</guess>", answer: JSON.stringify(groups.map((g) => ({ ...g, members: g.members.slice(0, 3) }))) },
+      { completion: "<guess>A, B, C, D</guess>", info: { groups } },
+    ]);
+    for (const r of [bad!, badAnswer!]) {
+      // Only format_reward (0.1 for a parseable guess) does not need the groups.
+      expect(r.reward).toBeCloseTo(0.1, 12);
+      expect(Object.keys(r.errors ?? {}).sort()).toEqual(["efficiency_reward", "progress_reward", "success_reward"]);
+      expect(r.errors?.success_reward).toMatch(/4 groups, each \{group, level, members: 4 words\}/);
+    }
+    expect(ok!.errors).toBeUndefined();
+  });
 });
 
 describe("word-groups parser", () => {

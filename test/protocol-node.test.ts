@@ -7,14 +7,20 @@ import { get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 
 const MAX_BODY = 64 * 1024;
+const TOKEN = "conformance-token";
 let server: RunningServer;
+let tokenServer: RunningServer;
 
 beforeAll(async () => {
   server = await startServer(environments, { port: 0, maxBodyBytes: MAX_BODY });
+  tokenServer = await startServer(environments, { port: 0, token: TOKEN });
 });
-afterAll(() => server?.close());
+afterAll(async () => {
+  await server?.close();
+  await tokenServer?.close();
+});
 
-conformanceSuite("node", { origin: () => server.url, maxBodyBytes: MAX_BODY });
+conformanceSuite("node", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN }) });
 
 describe("node sessions", () => {
   it("refuses episodes past capacity with 429 CAPACITY_REACHED, over HTTP and WebSocket", async () => {

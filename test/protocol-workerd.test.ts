@@ -17,10 +17,12 @@ import { TASKS } from "../envs/js-code/tasks.ts";
 const MAX_BODY = 64 * 1024;
 const FREE_PLAN_LIMIT = 3 * 1024 * 1024;
 const vars = { ENVWORKER_MAX_BODY_BYTES: String(MAX_BODY) };
+const TOKEN = "conformance-token";
 
 let tmp: string;
 let bundle: Bundle;
 let server: WorkerdServer;
+let tokenServer: WorkerdServer;
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), "envworker-workerd-"));
@@ -30,10 +32,12 @@ beforeAll(async () => {
       `(free-plan limit ${FREE_PLAN_LIMIT / 1024} KiB gzip)`,
   );
   server = await startWorkerd(bundle, join(tmp, "do"), vars);
+  tokenServer = await startWorkerd(bundle, join(tmp, "do-token"), { ...vars, ENVWORKER_TOKEN: TOKEN });
 }, 180_000);
 
 afterAll(async () => {
   await server?.dispose();
+  await tokenServer?.dispose();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
@@ -44,7 +48,7 @@ describe("worker bundle", () => {
   });
 });
 
-conformanceSuite("workerd", { origin: () => server.url, maxBodyBytes: MAX_BODY });
+conformanceSuite("workerd", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN }) });
 
 describe("durable objects", () => {
   it("continues an episode after the runtime restarts (the object is evicted and rebuilt from storage)", async () => {

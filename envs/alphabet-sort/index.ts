@@ -14,7 +14,7 @@
  */
 import { base, en, Faker } from "@faker-js/faker";
 import { z } from "zod";
-import { sequenceRatio } from "../../src/pycompat/difflib.ts";
+import { codePointPrefix, SequenceMatcher } from "../../src/pycompat/difflib.ts";
 import { defineEnvironment, type Example } from "../../src/env/environment.ts";
 import type { Message } from "../../src/env/messages.ts";
 import { extractAllTags } from "../../src/env/parsers.ts";
@@ -238,19 +238,50 @@ export function buildEpisode(rng: PyRandom, a: AlphabetSortArgs): Example<Alphab
 // ---------------------------------------------------------------------------------------------
 // Reward
 
+/**
+ * The most code points one attempt or one ground truth is compared at: about 2x the longest ground
+ * truth the args allow (7,715 characters measured at 10 turns of 50 names). difflib's work grows
+ * with the product of the lengths, so a longer attempt is compared up to here, and a longer
+ * ground truth (only possible in `POST /score`, where the client supplies `info`) is refused.
+ */
+export const MAX_COMPARED_CHARS = 16_000;
+
+/**
+ * The most difflib steps one attempt's comparison may take (`maxWork` in
+ * src/pycompat/difflib.ts, under 0.1 s on an idle core): lengths alone do not bound the work
+ * (two pathological 16,000-character texts take ~50 s). Answers to real episodes stay far below it (the worst
+ * measured at 10 turns of 50 names: 0.6 M steps); past it the attempt is refused (reported,
+ * reward 0).
+ */
+export const MAX_COMPARE_STEPS = 5_000_000;
+
+const cleanLines = (lines: readonly string[]) => lines.map((s) => pyLower(pyStrip(s))).join("\n");
+
+/**
+ * `score_response` for one turn's ground truth, as a function of the attempt: the ground truth's
+ * difflib index is built once and reused for every attempt of the turn (CPython's `set_seq1`).
+ */
+function turnScorer(expected: readonly string[], power: number | null): (predicted: readonly string[]) => number {
+  let matcher: SequenceMatcher | undefined;
+  return (predicted) => {
+    if (predicted.length === 0 || expected.length === 0) return 0.0;
+    matcher ??= new SequenceMatcher("", cleanLines(expected), { maxLength: MAX_COMPARED_CHARS, maxWork: MAX_COMPARE_STEPS });
+    matcher.setSeq1(codePointPrefix(cleanLines(predicted), MAX_COMPARED_CHARS));
+    const similarity = matcher.ratio();
+    return power === null ? similarity : pyPowInt(similarity, power);
+  };
+}
+
 /** `score_response`: difflib ratio of the cleaned lines (0 if either side is empty), powered. */
 export function scoreResponse(predicted: readonly string[], expected: readonly string[], power: number | null): number {
-  if (predicted.length === 0 || expected.length === 0) return 0.0;
-  const pred = predicted.map((s) => pyLower(pyStrip(s))).join("\n");
-  const exp = expected.map((s) => pyLower(pyStrip(s))).join("\n");
-  const similarity = sequenceRatio(pred, exp);
-  return power === null ? similarity : pyPowInt(similarity, power);
+  return turnScorer(expected, power)(predicted);
 }
 
 /**
  * `eval_turn` for turn t (0-based): the t-th assistant message's `<tag>(.*?)</tag>` blocks, each
  * scored; one block → its score, several → the last score only if each strictly improves on the
- * previous one, else 0; no block or no such message → 0.
+ * previous one, else 0; no block or no such message → 0. Blocks are scored in order and the
+ * first that does not improve ends it (the same result as scoring them all first).
  */
 export function evalTurn(assistantTexts: readonly string[], t: number, groundTruths: readonly (readonly string[])[], power: number | null): number {
   const expected = groundTruths[t];
@@ -259,17 +290,21 @@ export function evalTurn(assistantTexts: readonly string[], t: number, groundTru
   const tag = t === 0 ? "alphabetical_sorted" : "combined_alphabetical_sorted";
   const blocks = extractAllTags(assistantTexts[t]!, tag);
   if (blocks.length === 0) return 0.0;
-  const scores = blocks.map((content) => {
-    if (!content) return 0.0;
-    const predicted = pyStrip(content)
-      .split("\n")
-      .filter((line) => pyStrip(line) !== "")
-      .map((line) => pyStrip(line));
-    return scoreResponse(predicted, expected, power);
-  });
-  if (scores.length === 1) return scores[0]!;
-  for (let i = 1; i < scores.length; i++) if (scores[i]! <= scores[i - 1]!) return 0.0;
-  return scores[scores.length - 1]!;
+  const score = turnScorer(expected, power);
+  let previous: number | undefined;
+  for (const content of blocks) {
+    let current = 0.0;
+    if (content) {
+      const predicted = pyStrip(content)
+        .split("\n")
+        .filter((line) => pyStrip(line) !== "")
+        .map((line) => pyStrip(line));
+      current = score(predicted);
+    }
+    if (previous !== undefined && current <= previous) return 0.0;
+    previous = current;
+  }
+  return previous!;
 }
 
 function isStringMatrix(x: unknown): x is string[][] {
@@ -294,7 +329,10 @@ export function alphabetSortReward(
   const groundTruths = info.ground_truths;
   const texts = completion.filter((m) => m.role === "assistant").map((m) => m.content ?? "");
   let total = 0.0;
-  for (let t = 0; t < numTurns; t++) {
+  // Turns past the ground truths or the answers score 0 and adding 0.0 changes no sum, so the
+  // loop stops there: a client's num_turns of 10^15 in /score costs nothing.
+  const scoredTurns = Math.min(numTurns, groundTruths.length, texts.length);
+  for (let t = 0; t < scoredTurns; t++) {
     total += evalTurn(texts, t, groundTruths, a.power_per_turn ? a.similarity_power : null);
   }
   const avg = numTurns > 0 ? total / numTurns : 0.0;

@@ -32,11 +32,13 @@ import {
 } from "../../src/math/arith.ts";
 
 export const LARGE_NUMBERS = [25, 50, 75, 100] as const;
+/** Most numbers a puzzle draws (the `count` arg's bound). */
+export const MAX_COUNT = 8;
 export const SMALL_NUMBERS = [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10] as const;
 
 const args = z
   .object({
-    count: z.number().int().min(2).max(8).default(6).describe("How many numbers are drawn (the show uses 6)."),
+    count: z.number().int().min(2).max(MAX_COUNT).default(6).describe("How many numbers are drawn (the show uses 6)."),
     large: z.number().int().min(0).max(4).default(2).describe("How many of them are large (25, 50, 75, 100)."),
     target_min: z.number().int().min(1).default(101).describe("Smallest target (the show: 101)."),
     target_max: z.number().int().min(1).max(1_000_000).default(999).describe("Largest target (the show: 999)."),
@@ -233,6 +235,8 @@ export function tvScore(distance: number): number {
 function puzzleOf(info: unknown, answer: string): { numbers: number[]; target: number } {
   const i = (info ?? {}) as Partial<CountdownInfo>;
   if (!Array.isArray(i.numbers)) throw new Error("info.numbers is missing");
+  // A /score client supplies info: no puzzle has more numbers than `count` allows.
+  if (i.numbers.length > MAX_COUNT) throw new Error(`info.numbers holds ${i.numbers.length} numbers; a puzzle has at most ${MAX_COUNT}`);
   const target = typeof i.target === "number" ? i.target : Number(answer);
   if (!Number.isFinite(target)) throw new Error("no target: give info.target or answer");
   return { numbers: i.numbers, target };

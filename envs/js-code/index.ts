@@ -19,7 +19,8 @@ import type { JsonObject, Message } from "../../src/env/messages.ts";
 import type { RewardInput } from "../../src/env/rubric.ts";
 import { stripThink } from "../../src/env/parsers.ts";
 import type { Sandbox } from "../../src/sandbox/types.ts";
-import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, evaluateSolution, type Evaluation } from "./harness.ts";
+import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, evaluateSolution, type Evaluation, type TestFailure } from "./harness.ts";
+import { normaliseOutput } from "../py-code/harness.ts";
 import { TASKS, TASKS_BY_ID, type CodeTask, type TestCase } from "./tasks.ts";
 
 export const LANGUAGES = ["javascript", "typescript"] as const;
@@ -125,6 +126,67 @@ export function evaluateReply(sandbox: Sandbox | undefined, task: CodeTask, repl
   });
 }
 
+/** Most tests one scored item may carry in `info.tests`. */
+export const MAX_CLIENT_TESTS = 200;
+
+const clientCallTests = z
+  .array(z.object({ args: z.array(z.json()), expected: z.json() }).strict())
+  .min(1)
+  .max(MAX_CLIENT_TESTS);
+const clientStdioTests = z
+  .array(z.object({ input: z.string().max(1 << 20), output: z.string().max(1 << 20) }).strict())
+  .min(1)
+  .max(MAX_CLIENT_TESTS);
+
+/**
+ * Grade against the client's own `info.tests` (stateless scoring): either calls
+ * `[{"args": [...], "expected": ...}]` of the function `info.function_name` (the same harness as
+ * the shipped tasks), or programs `[{"input", "output"}]` that read the global `stdin` and print
+ * with console.log (stdout compared line by line, trailing whitespace ignored). `info.timeout_ms`
+ * (1–30,000) is the time limit of the call-test run, or of each program run.
+ */
+async function evaluateClientTests(sandbox: Sandbox | undefined, info: Record<string, unknown>, reply: string, a: Pick<JsCodeArgs, "language" | "timeout_ms">): Promise<Evaluation> {
+  let timeoutMs = a.timeout_ms;
+  if (info.timeout_ms !== undefined) {
+    const t = z.number().int().min(1).max(30_000).safeParse(info.timeout_ms);
+    if (!t.success) throw new Error("info.timeout_ms must be an integer in [1, 30000]");
+    timeoutMs = t.data;
+  }
+  const extracted = extractCode(reply);
+  const typescript = extracted.typescript || a.language === "typescript";
+  const calls = clientCallTests.safeParse(info.tests);
+  if (calls.success) {
+    const name = info.function_name;
+    if (typeof name !== "string" || !/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(name)) throw new Error("info.function_name (a JavaScript identifier) is required with call tests");
+    const task: CodeTask = { id: "client", name, signature: "", description: "", difficulty: "easy", category: "string", examples: [], tests: calls.data as TestCase[] };
+    return evaluateSolution(sandbox, task, extracted.code, { typescript, timeoutMs, memoryMb: DEFAULT_MEMORY_MB });
+  }
+  const programs = clientStdioTests.safeParse(info.tests);
+  if (!programs.success) throw new Error(`info.tests must be 1-${MAX_CLIENT_TESTS} {"args", "expected"} calls or {"input", "output"} cases`);
+  const tests = programs.data;
+  const total = tests.length;
+  if (extracted.code.trim() === "") return { passed: 0, total, status: "no_code", message: "the reply contains no code", failures: [] };
+  if (!sandbox) return { passed: 0, total, status: "sandbox_error", message: "no sandbox available", failures: [] };
+  let passed = 0;
+  let status: Evaluation["status"] = "ok";
+  const failures: TestFailure[] = [];
+  const errors = new Set<string>();
+  for (let i = 0; i < total; i++) {
+    const t = tests[i]!;
+    const r = await sandbox.run(extracted.code, { stdin: t.input, ts: typescript, timeoutMs, memoryMb: DEFAULT_MEMORY_MB, maxOutputBytes: 1 << 20 });
+    const ok = r.ok && !r.truncated && normaliseOutput(r.stdout).join("\n") === normaliseOutput(t.output).join("\n");
+    if (ok) passed++;
+    else {
+      if (!r.ok) errors.add(r.error?.name ?? "Error");
+      if (r.error?.name === "TimeoutError") status = "timeout";
+      else if (r.error?.name === "MemoryLimitError" && status === "ok") status = "memory";
+      if (failures.length < 5) failures.push({ test: i, input: JSON.stringify(t.input).slice(0, 200), expected: JSON.stringify(t.output).slice(0, 200), got: JSON.stringify(r.ok ? r.stdout : `${r.error?.name}: ${r.error?.message}`).slice(0, 200) });
+    }
+  }
+  if (passed === 0 && errors.size === 1 && errors.has("SyntaxError")) status = "load_error";
+  return { passed, total, status, message: passed === total ? null : `${total - passed} of ${total} tests failed`, failures };
+}
+
 /** The report appended with `feedback: true`. */
 export function formatReport(e: Evaluation): string {
   const lines = [`Hidden tests: ${e.passed}/${e.total} passed.`];
@@ -141,7 +203,9 @@ function evaluationOf(input: RewardInput<JsCodeInfo, JsCodeArgs>): Promise<Evalu
   if (stored && typeof stored === "object" && typeof stored.passed === "number") return Promise.resolve(stored);
   let p = pending.get(input);
   if (!p) {
-    p = evaluateReply(input.sandbox, taskFor(input.info, input.answer), lastAssistantText(input.completion), input.args);
+    const info = (input.info ?? {}) as Record<string, unknown>;
+    const reply = lastAssistantText(input.completion);
+    p = info.tests !== undefined ? evaluateClientTests(input.sandbox, info, reply, input.args) : evaluateReply(input.sandbox, taskFor(input.info, input.answer), reply, input.args);
     pending.set(input, p);
   }
   return p;

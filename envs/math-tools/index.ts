@@ -15,6 +15,7 @@ import { defineEnvironment } from "../../src/env/environment.ts";
 import { extractFinalAnswer, gradeReply, lastAssistantText } from "../../src/math/math-answer.ts";
 import { calculatorTool } from "../../src/tools/calculator.ts";
 import { javascriptTool } from "../../src/tools/javascript.ts";
+import { pythonTool } from "../../src/tools/python.ts";
 import { DIFFICULTIES, generateProblem, type Difficulty } from "./problems.ts";
 
 export const SYSTEM_PROMPT =
@@ -23,17 +24,27 @@ export const SYSTEM_PROMPT =
   "When you are done, reply without a tool call and give the final answer inside \\boxed{}, as a number only " +
   "(an integer, a decimal or a fraction such as 3/4).";
 
+/** The system prompt of the `math-tools-python` variant (the `python` tool instead of `javascript`). */
+export const PYTHON_SYSTEM_PROMPT =
+  "Solve the math problem. Use the tools for the calculations: `calculator` evaluates an arithmetic expression, " +
+  "`python` runs Python code (for loops, counting, or exact checks with fractions; variables do not persist between calls). " +
+  "When you are done, reply without a tool call and give the final answer inside \\boxed{}, as a number only " +
+  "(an integer, a decimal or a fraction such as 3/4).";
+
 export const MAX_TURNS = 8;
 
-const args = z
-  .object({
-    difficulty: z
-      .enum([...DIFFICULTIES, "mixed"])
-      .default("mixed")
-      .describe("Problem difficulty: easy (one or two integer steps), medium (fractions, percentages, multi-step word problems), hard (longer computations that reward code), or mixed (drawn per episode)."),
-    system_prompt: z.string().nullable().default(SYSTEM_PROMPT).describe("The system prompt (null: none)."),
-  })
-  .strict();
+function argsSchema(systemPrompt: string) {
+  return z
+    .object({
+      difficulty: z
+        .enum([...DIFFICULTIES, "mixed"])
+        .default("mixed")
+        .describe("Problem difficulty: easy (one or two integer steps), medium (fractions, percentages, multi-step word problems), hard (longer computations that reward code), or mixed (drawn per episode)."),
+      system_prompt: z.string().nullable().default(systemPrompt).describe("The system prompt (null: none)."),
+    })
+    .strict();
+}
+const args = argsSchema(SYSTEM_PROMPT);
 
 export type MathToolsArgs = z.output<typeof args>;
 
@@ -43,24 +54,39 @@ export interface MathToolsInfo {
   kind: string;
 }
 
-export default defineEnvironment({
-  name: "math-tools",
-  description: "Arithmetic and word problems from a seed, solved with a calculator and a JavaScript sandbox; answer in \\boxed{}.",
-  version: "0.1.0",
-  args,
-  generate: ({ rng, args: a }) => {
-    const p = generateProblem(rng, a.difficulty);
-    return {
-      prompt: p.question,
-      answer: p.answer,
-      info: { difficulty: p.difficulty, kind: p.kind },
-    };
-  },
-  systemPrompt: (a: MathToolsArgs) => a.system_prompt ?? undefined,
-  maxTurns: MAX_TURNS,
-  tools: [calculatorTool, javascriptTool],
-  rubric: [
-    { name: "correct_answer", weight: 1, fn: ({ completion, answer }) => gradeReply(lastAssistantText(completion), answer) },
-    { name: "boxed_answer", weight: 0, fn: ({ completion }) => extractFinalAnswer(lastAssistantText(completion), true) !== undefined },
-  ],
-});
+/**
+ * math-tools with `code: "javascript"` (the default environment) or `code: "python"` (the
+ * `math-tools-python` variant: the `python` tool, Node only). Problems, answers and rubric are the
+ * same; only the code tool and the system prompt's sentence about it differ.
+ */
+function createMathTools(code: "javascript" | "python") {
+  const python = code === "python";
+  return defineEnvironment({
+    name: python ? "math-tools-python" : "math-tools",
+    description: python
+      ? "math-tools with a Python sandbox instead of JavaScript (Pyodide; Node only): problems from a seed, a calculator and a python tool; answer in \\boxed{}."
+      : "Arithmetic and word problems from a seed, solved with a calculator and a JavaScript sandbox; answer in \\boxed{}.",
+    version: "0.1.0",
+    args: python ? argsSchema(PYTHON_SYSTEM_PROMPT) : args,
+    generate: ({ rng, args: a }) => {
+      const p = generateProblem(rng, a.difficulty);
+      return {
+        prompt: p.question,
+        answer: p.answer,
+        info: { difficulty: p.difficulty, kind: p.kind },
+      };
+    },
+    systemPrompt: (a: MathToolsArgs) => a.system_prompt ?? undefined,
+    maxTurns: MAX_TURNS,
+    tools: [calculatorTool, python ? pythonTool : javascriptTool],
+    rubric: [
+      { name: "correct_answer", weight: 1, fn: ({ completion, answer }) => gradeReply(lastAssistantText(completion), answer) },
+      { name: "boxed_answer", weight: 0, fn: ({ completion }) => extractFinalAnswer(lastAssistantText(completion), true) !== undefined },
+    ],
+  });
+}
+
+export default createMathTools("javascript");
+
+/** The variant with the `python` tool (Node only: it needs `Services.python`). */
+export const mathToolsPython = createMathTools("python");

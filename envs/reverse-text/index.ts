@@ -7,7 +7,7 @@
  * available here, so the environment ships its own texts in `data/` (see README.md).
  */
 import { z } from "zod";
-import { sequenceRatio } from "../../src/pycompat/difflib.ts";
+import { codePointPrefix, sequenceRatio } from "../../src/pycompat/difflib.ts";
 import { defineEnvironment, type Example } from "../../src/env/environment.ts";
 import { parseAnswer } from "../../src/env/parsers.ts";
 import evalTexts from "./data/eval.json" with { type: "json" };
@@ -52,10 +52,32 @@ const args = z
 
 type Args = z.output<typeof args>;
 
-/** `lcs_reward_func`: difflib ratio of the parsed `<reversed_text>` (missing: "") and the answer. */
+/**
+ * The most code points the reward compares: about 10x the longest answer of the data (390).
+ * difflib's work grows with the product of the lengths (a 240,000-character reply took seconds),
+ * so the parsed reply is compared up to here, and an answer longer than this (only possible in
+ * `POST /score`, where the client supplies it) is refused.
+ */
+export const MAX_COMPARED_CHARS = 4000;
+
+/**
+ * The most difflib steps one comparison may take (`maxWork` in src/pycompat/difflib.ts, about
+ * 50 ms on an idle core). Lengths alone do not bound the work: pathological pairs of 4,000
+ * symbols need ~100x more. Replies to the data's answers stay below it: text-like replies of
+ * 4,000 characters need at most 0.14 M steps, floods of one character (4,000 spaces) 1.5 M;
+ * past it the comparison is refused (reported, reward 0).
+ */
+export const MAX_COMPARE_STEPS = 5_000_000;
+
+/**
+ * `lcs_reward_func`: difflib ratio of the parsed `<reversed_text>` (missing: "") and the answer.
+ * Identical to the original for replies up to `MAX_COMPARED_CHARS`; a longer reply is cut there.
+ * Against an answer of the data (≤ 390 characters) such a reply scores at most 2·390/4390 ≈ 0.18
+ * either way, cut or not.
+ */
 export function lcsReward(completion: Parameters<typeof parseAnswer>[0], answer: string): number {
-  const parsed = parseAnswer(completion, "reversed_text") ?? "";
-  return sequenceRatio(parsed, answer);
+  const parsed = codePointPrefix(parseAnswer(completion, "reversed_text") ?? "", MAX_COMPARED_CHARS);
+  return sequenceRatio(parsed, answer, { maxLength: MAX_COMPARED_CHARS, maxWork: MAX_COMPARE_STEPS });
 }
 
 export default defineEnvironment({

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { defineEnvironment, type Example } from "../../src/env/environment.ts";
 import type { Message } from "../../src/env/messages.ts";
 import { PyRandom } from "../../src/pycompat/random.ts";
-import { PY_WORD_CLASS, pyStrip } from "../shared/py.ts";
+import { PY_WORD_CLASS } from "../shared/py.ts";
 import { dictionaryUpTo, MAX_SCOWL_LEVEL, wordsUpTo } from "../shared/words.ts";
 
 /** The reference's default starting words, in order. */
@@ -88,6 +88,17 @@ export function isValidEnglishWord(word: string): boolean {
   return dictionaryUpTo(MAX_SCOWL_LEVEL).has(word.toLowerCase());
 }
 
+let dictionary: ReadonlySet<string> | undefined;
+
+/**
+ * `isValidEnglishWord` for words the parser produced (already lower-case): no copy of the word
+ * and no cache-key building per lookup (a reply can hold hundreds of thousands of words).
+ */
+function inDictionary(word: string): boolean {
+  dictionary ??= dictionaryUpTo(MAX_SCOWL_LEVEL);
+  return dictionary.has(word);
+}
+
 /** `load_starting_words_dataset`: the starting words for these args, in dataset order. */
 export function startingWords(a: WordChainArgs): string[] {
   if (a.choose_random) {
@@ -99,34 +110,34 @@ export function startingWords(a: WordChainArgs): string[] {
 
 // --- parser ----------------------------------------------------------------------------------
 
-const NUMBERING = /^\p{Nd}+\.\s*/u;
 const NON_WORD = new RegExp(`[^${PY_WORD_CLASS}\\s]`, "gu");
 // Python `\b[a-zA-Z]+\b` with Unicode `\w`: an ASCII run not touching any other word character.
 const ASCII_WORD = new RegExp(`(?<![${PY_WORD_CLASS}])[a-zA-Z]+(?![${PY_WORD_CLASS}])`, "gu");
 
 /**
  * `WordChainParser.parse_word_chain`: the last message's content, after the last `</think>`;
- * per line: strip, drop a leading `N.`, turn `->` into a space, every non-word character into a
- * space, then take the lower-cased runs of ASCII letters that are whole words.
+ * every non-word character becomes a space, then the lower-cased runs of ASCII letters that are
+ * whole words are taken.
+ *
+ * The reference works line by line: strip, drop a leading `N.`, turn `->` into a space, then the
+ * above. None of those steps can change which runs are whole words (a dropped `N.` is digits at a
+ * line's start cut off by the `.`; `-`, `>`, `.`, newlines and spaces are all non-word characters),
+ * so the whole text is processed in three linear passes: a 1 MB reply of 500,000 lines took ~1 s
+ * line by line. test/envs-word-chain.test.ts checks this against the line-by-line version.
  */
 export function parseWordChain(completion: readonly Message[] | string): string[] {
   let response = typeof completion === "string" ? completion : (completion[completion.length - 1]?.content ?? "");
-  if (response.includes("</think>")) response = pyStrip(response.split("</think>").pop()!);
-  const words: string[] = [];
-  for (const line of pyStrip(response).split("\n")) {
-    let clean = pyStrip(line).replace(NUMBERING, "");
-    // `->` becomes a space (the whitespace around it is irrelevant to the words taken below);
-    // a split, not /\s*->\s*/g, which is quadratic on long runs of spaces.
-    clean = clean.split("->").join(" ");
-    clean = clean.replace(NON_WORD, " ");
-    for (const m of clean.toLowerCase().matchAll(ASCII_WORD)) words.push(m[0]);
-  }
-  return words;
+  if (response.includes("</think>")) response = response.slice(response.lastIndexOf("</think>") + "</think>".length);
+  return Array.from(response.replace(NON_WORD, " ").toLowerCase().matchAll(ASCII_WORD), (m) => m[0]);
 }
 
 // --- edit distance and rewards ---------------------------------------------------------------
 
-/** The reference `edit_distance`: Hamming distance for equal lengths, else Levenshtein. */
+/**
+ * The reference `edit_distance`: Hamming distance for equal lengths, else Levenshtein. Quadratic
+ * in the words' lengths: the rewards never call it (they use `isValidLink`); kept as the
+ * reference's definition that `isValidLink` is tested against.
+ */
 export function editDistance(word1: string, word2: string): number {
   const a = Array.from(word1);
   const b = Array.from(word2);
@@ -148,8 +159,35 @@ export function editDistance(word1: string, word2: string): number {
   return prev[n]!;
 }
 
+/**
+ * `editDistance(word1, word2) === 1`, in time linear in the words' lengths: equal lengths need
+ * exactly one differing position (Hamming); lengths one apart need the longer word to be the
+ * shorter with one letter inserted (Levenshtein 1); lengths further apart are never 1.
+ */
 export function isValidLink(word1: string, word2: string): boolean {
-  return editDistance(word1, word2) === 1;
+  // Code points, as Python compares; a string without surrogates is its own code point sequence
+  // (the parser's words are a-z), so the copy is made only when one is needed.
+  const a = codePoints(word1);
+  const b = codePoints(word2);
+  if (a.length === b.length) {
+    let d = 0;
+    for (let i = 0; i < a.length && d < 2; i++) if (a[i] !== b[i]) d++;
+    return d === 1;
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  if (long.length - short.length !== 1) return false;
+  let i = 0;
+  while (i < short.length && short[i] === long[i]) i++;
+  for (; i < short.length; i++) if (short[i] !== long[i + 1]) return false;
+  return true;
+}
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+const codePoints = (s: string): ArrayLike<string> => (SURROGATE.test(s) ? Array.from(s) : s);
+
+/** A link counts only between dictionary words; the dictionary is asked first (a set lookup). */
+function isValidWordLink(word1: string, word2: string): boolean {
+  return inDictionary(word1) && inDictionary(word2) && isValidLink(word1, word2);
 }
 
 /**
@@ -166,10 +204,12 @@ export function longestValidChainFromStart(chain: readonly string[]): number {
     const current = chain[i]!;
     if (seen.has(current)) break;
     seen.add(current);
-    if (!isValidEnglishWord(current)) break;
+    if (!inDictionary(current)) break;
     if (i < chain.length - 1) {
       const next = chain[i + 1]!;
-      if (isValidLink(current, next) && isValidEnglishWord(next)) longest = i + 1;
+      // `current` is a dictionary word here; checking `next` first changes no result (both tests
+      // are pure), only skips the link check for words that cannot count.
+      if (inDictionary(next) && isValidLink(current, next)) longest = i + 1;
       else break;
     } else {
       longest = i;
@@ -189,7 +229,7 @@ export function totalValidLinks(chain: readonly string[]): number {
     const w1 = chain[i]!;
     const w2 = chain[i + 1]!;
     if (seen.has(w1) || seen.has(w2)) continue;
-    if (isValidLink(w1, w2) && isValidEnglishWord(w1) && isValidEnglishWord(w2)) total += 1;
+    if (isValidWordLink(w1, w2)) total += 1;
     else continue;
     seen.add(w1);
   }
@@ -208,11 +248,23 @@ export function totalInvalidLinks(chain: readonly string[]): number {
     const w1 = chain[i]!;
     const w2 = chain[i + 1]!;
     if (seen.has(w1) || seen.has(w2)) total += 1;
-    else if (isValidLink(w1, w2) && isValidEnglishWord(w1) && isValidEnglishWord(w2)) continue;
+    else if (isValidWordLink(w1, w2)) continue;
     else total += 1;
     seen.add(w1);
   }
   return total;
+}
+
+// The three rewards read the same parse: parse once per scored completion (what reaches the
+// reward functions as the same input object), not three times.
+const parsedChains = new WeakMap<object, string[]>();
+function chainOf(input: { completion: readonly Message[] }): string[] {
+  let words = parsedChains.get(input);
+  if (!words) {
+    words = parseWordChain(input.completion);
+    parsedChains.set(input, words);
+  }
+  return words;
 }
 
 export default defineEnvironment({
@@ -230,8 +282,8 @@ export default defineEnvironment({
     })),
   maxTurns: 1,
   rubric: [
-    { name: "longest_valid_chain_from_start", weight: 1.0, fn: ({ completion }) => longestValidChainFromStart(parseWordChain(completion)) },
-    { name: "total_valid_links", weight: 0.05, fn: ({ completion }) => totalValidLinks(parseWordChain(completion)) },
-    { name: "total_invalid_links", weight: -0.005, fn: ({ completion }) => totalInvalidLinks(parseWordChain(completion)) },
+    { name: "longest_valid_chain_from_start", weight: 1.0, fn: (input) => longestValidChainFromStart(chainOf(input)) },
+    { name: "total_valid_links", weight: 0.05, fn: (input) => totalValidLinks(chainOf(input)) },
+    { name: "total_invalid_links", weight: -0.005, fn: (input) => totalInvalidLinks(chainOf(input)) },
   ],
 });

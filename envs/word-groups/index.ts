@@ -133,9 +133,24 @@ export function generatePuzzle(rng: PyRandom, difficulty: WordGroupsArgs["diffic
   return { groups, board, group_ids: specs.map((g) => g.id), shuffle_seed };
 }
 
+const isPuzzleGroup = (g: unknown): g is PuzzleGroup => {
+  const x = g as Partial<PuzzleGroup> | null;
+  return (
+    typeof x === "object" && x !== null && typeof x.group === "string" && typeof x.level === "number" &&
+    Array.isArray(x.members) && x.members.length === 4 && x.members.every((w) => typeof w === "string")
+  );
+};
+
+/**
+ * The puzzle's groups from `info` (or the answer's JSON). A /score client supplies them, so their
+ * shape is checked: 4 groups of exactly 4 words, as every dealt puzzle has (the replay compares
+ * boards and guesses against the members, work that would grow with their product).
+ */
 function groupsOf(info: unknown, answer: string): PuzzleGroup[] {
   const groups = (info as Partial<WordGroupsInfo> | undefined)?.groups ?? (answer ? (JSON.parse(answer) as PuzzleGroup[]) : undefined);
-  if (!Array.isArray(groups) || groups.length !== 4) throw new Error("info.groups (or answer) must hold the 4 groups");
+  if (!Array.isArray(groups) || groups.length !== 4 || !groups.every(isPuzzleGroup)) {
+    throw new Error("info.groups (or answer) must hold the 4 groups, each {group, level, members: 4 words}");
+  }
   return groups;
 }
 

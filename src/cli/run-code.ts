@@ -1,5 +1,5 @@
 /**
- * `envworker run-code [--backend B] [--timeout-ms N] [--memory-mb N] [--ts] [FILE]`
+ * `envworker run-code [--lang javascript|python] [--backend B] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]`
  *
  * Runs FILE (or stdin) in the sandbox and prints the RunResult as one JSON line. A guest error is
  * still a successful command (exit 0, `ok: false` in the JSON); bad invocations exit 2.
@@ -8,13 +8,18 @@ import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createSandbox, resolveLimits, SANDBOX_KINDS, sandboxKindFromEnv, type SandboxKind } from "../sandbox/index.ts";
 
-export const RUN_CODE_USAGE = `usage: envworker run-code [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [FILE]
+export const RUN_CODE_USAGE = `usage: envworker run-code [--lang javascript|python] [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]
 
 Runs JavaScript (TypeScript with --ts or a .ts/.mts/.cts FILE) from FILE, or stdin when FILE is
 absent or "-", in the sandbox and prints the result as one JSON line:
   {"ok":true,"result":...,"stdout":"...","stderr":"...","elapsedMs":...}
 The result is the value of the script's last expression (awaited if it is a promise); with
 top-level await, the value it returns. Exit status 0 even when the guest fails; 2 on usage errors.
+
+--lang python runs Python 3 (a .py FILE implies it) in the Pyodide sandbox: the result is the value
+of the last expression statement; --memory-mb counts above the idle interpreter (~30 MiB).
+--stdin gives the program's standard input (Python: sys.stdin; JavaScript: the global \`stdin\`);
+@FILE reads it from a file.
 
 environment: ENVWORKER_SANDBOX (isolated-vm on Node by default)`;
 
@@ -34,6 +39,8 @@ async function readStdin(): Promise<string> {
 }
 
 export async function runCodeCommand(argv: string[]): Promise<number> {
+  let lang: "javascript" | "python";
+  let stdinArg: string | undefined;
   let backend: SandboxKind;
   let timeoutMs: number | undefined;
   let memoryMb: number | undefined;
@@ -47,6 +54,8 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
         "timeout-ms": { type: "string" },
         "memory-mb": { type: "string" },
         ts: { type: "boolean", default: false },
+        lang: { type: "string" },
+        stdin: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       allowPositionals: true,
@@ -66,6 +75,12 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
     memoryMb = positiveInt("--memory-mb", values["memory-mb"]);
     resolveLimits({ timeoutMs, memoryMb }); // range check now: a bad limit is a usage error
     ts = values.ts || (file !== undefined && /\.[mc]?ts$/.test(file));
+    if (values.lang !== undefined && values.lang !== "javascript" && values.lang !== "python") {
+      throw new UsageError(`--lang must be javascript or python, got ${JSON.stringify(values.lang)}`);
+    }
+    lang = (values.lang as "javascript" | "python" | undefined) ?? (file !== undefined && file.endsWith(".py") ? "python" : "javascript");
+    if (lang === "python" && (values.ts || values.backend !== undefined)) throw new UsageError("--ts and --backend are for JavaScript; drop them with --lang python");
+    stdinArg = values.stdin;
   } catch (err) {
     if (err instanceof UsageError || err instanceof RangeError || isParseArgsError(err) || isEnvError(err)) {
       console.error(`envworker run-code: ${(err as Error).message}\n\n${RUN_CODE_USAGE}`);
@@ -82,14 +97,30 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const sandbox = createSandbox(backend);
+  let stdin: string | undefined;
+  if (stdinArg !== undefined) {
+    try {
+      stdin = stdinArg.startsWith("@") ? await readFile(stdinArg.slice(1), "utf8") : stdinArg;
+    } catch (err) {
+      console.error(`envworker run-code: cannot read ${stdinArg.slice(1)}: ${(err as Error).message}`);
+      return 2;
+    }
+  }
+
+  const sandbox = lang === "python" ? await pythonSandbox() : createSandbox(backend);
   try {
-    const result = await sandbox.run(code, { ts, ...(timeoutMs ? { timeoutMs } : {}), ...(memoryMb ? { memoryMb } : {}) });
+    const result = await sandbox.run(code, { ...(lang === "python" ? {} : { ts }), ...(stdin !== undefined ? { stdin } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(memoryMb ? { memoryMb } : {}) });
     process.stdout.write(`${JSON.stringify(result)}\n`);
     return 0;
   } finally {
     await sandbox.dispose();
   }
+}
+
+/** One interpreter, loaded only when asked for (Pyodide takes ~2.5 s to start). */
+async function pythonSandbox() {
+  const { createPythonSandbox } = await import("../sandbox/python.ts");
+  return createPythonSandbox({ maxConcurrency: 1 });
 }
 
 function isParseArgsError(err: unknown): boolean {

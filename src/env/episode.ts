@@ -63,12 +63,21 @@ export interface StepResult {
 /** Default cap on an episode's conversation, in characters of message content. */
 export const DEFAULT_MAX_EPISODE_CHARS = 1_000_000;
 
-/** Characters an episode's conversation holds: contents and tool-call arguments. */
-function conversationChars(messages: readonly Message[]): number {
+/**
+ * Characters an episode's conversation holds: every string a message stores (content, a model
+ * turn's reasoning_content, each tool call's id, type, name and arguments, a tool reply's
+ * tool_call_id), so no field of a turn is a way around the cap. (Roles are fixed words, not counted.)
+ */
+export function conversationChars(messages: readonly Message[]): number {
   let n = 0;
   for (const m of messages) {
     n += m.content?.length ?? 0;
-    if (m.role === "assistant") for (const c of m.tool_calls ?? []) n += c.function.arguments.length + c.function.name.length;
+    if (m.role === "assistant") {
+      n += m.reasoning_content?.length ?? 0;
+      for (const c of m.tool_calls ?? []) n += c.id.length + c.type.length + c.function.name.length + c.function.arguments.length;
+    } else if (m.role === "tool") {
+      n += m.tool_call_id.length;
+    }
   }
   return n;
 }

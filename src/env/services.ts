@@ -7,4 +7,9 @@ import type { Sandbox } from "../sandbox/types.ts";
 
 export interface Services {
   sandbox?: Sandbox | undefined;
+  /**
+   * The Python sandbox (Pyodide; Node only, see src/sandbox/python.ts). Absent on Workers, so
+   * environments and tools that need it (py-code, the `python` tool) are Node-only.
+   */
+  python?: Sandbox | undefined;
 }

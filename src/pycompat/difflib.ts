@@ -25,6 +25,12 @@
  *   queue of `get_matching_blocks` and its final merge of adjacent blocks.
  * - `ratio = 2.0 * M / T` evaluated in the same order, so the IEEE double is bit-identical.
  *
+ * Bounds for untrusted input (not in Python, off by default, results unchanged within them):
+ * `maxLength` refuses long sequences and `maxWork` refuses a comparison past a number of
+ * `find_longest_match` steps. Both are needed: the work grows with the product of the lengths
+ * and, through the matching recursion, can reach their cube on pathological pairs (50 s for two
+ * 16,000-element sequences), while ordinary text stays far below any sensible budget.
+ *
  * Performance (this runs on paragraphs, thousands of times per batch): code points are stored in
  * `Int32Array`s, `b2j` is a `Map<number, Int32Array>` keyed by code point, and CPython's per-row
  * `j2len` dicts are replaced by two reusable `Int32Array`s plus "touched index" lists, so the
@@ -46,6 +52,54 @@ export interface SequenceMatcherOptions {
    * one-code-point string. Default: none (Python's `None`), which is what `sequenceRatio` uses.
    */
   isjunk?: ((element: string) => boolean) | null;
+  /**
+   * Refuse (`SequenceTooLongError`) a sequence of more than this many code points. Not in
+   * Python: the work grows with the product of the lengths (seconds at a few hundred thousand
+   * characters), so a caller comparing untrusted text states the size it can afford. Results
+   * under the bound are unchanged. Default: no bound.
+   */
+  maxLength?: number;
+  /**
+   * Refuse (`SequenceWorkLimitError`) a comparison that needs more than this many steps of
+   * `find_longest_match` (one per element of `a` scanned, one per index of `b` visited), counted
+   * per `getMatchingBlocks()`/`ratio()`. Not in Python: a length bound alone does not bound the
+   * work (the matching recursion can go as deep as there are blocks: two 16,000-element
+   * sequences can take 50 s), a step count does, deterministically. Results within the budget
+   * are unchanged. Default: no bound.
+   */
+  maxWork?: number;
+}
+
+/** A sequence longer than the `maxLength` its caller allowed. */
+export class SequenceTooLongError extends RangeError {
+  constructor(
+    readonly which: "a" | "b",
+    readonly length: number,
+    readonly maxLength: number,
+  ) {
+    super(`difflib: sequence ${which} has ${length} code points, more than the ${maxLength} allowed`);
+    this.name = "SequenceTooLongError";
+  }
+}
+
+/** A comparison that needed more steps than the `maxWork` its caller allowed. */
+export class SequenceWorkLimitError extends RangeError {
+  constructor(readonly maxWork: number) {
+    super(`difflib: the comparison needs more than ${maxWork} steps (pathological input)`);
+    this.name = "SequenceWorkLimitError";
+  }
+}
+
+function checkLength(which: "a" | "b", seq: Int32Array, maxLength: number | undefined): void {
+  if (maxLength !== undefined && seq.length > maxLength) throw new SequenceTooLongError(which, seq.length, maxLength);
+}
+
+/** The first `n` code points of `s` (the whole string when it has no more): what a cap keeps. */
+export function codePointPrefix(s: string, n: number): string {
+  if (s.length <= n) return s; // n UTF-16 units hold at most n code points
+  let units = 0;
+  for (let count = 0; count < n && units < s.length; count++) units += s.codePointAt(units)! > 0xffff ? 2 : 1;
+  return s.slice(0, units);
 }
 
 const EMPTY = new Int32Array(0);
@@ -79,8 +133,8 @@ function asCodePoints(x: SequenceInput): Int32Array {
  * construction (Python's `set_seqs`); `b2j` is built once, as Python's `__chain_b` does.
  */
 export class SequenceMatcher {
-  /** `a` as code points. */
-  readonly a: Int32Array;
+  /** `a` as code points (replaced by `setSeq1`). */
+  a: Int32Array;
   /** `b` as code points. */
   readonly b: Int32Array;
   /** For each element of `b` that is neither junk nor popular: its ascending indices in `b`. */
@@ -91,6 +145,12 @@ export class SequenceMatcher {
   readonly bpopular: Set<number>;
 
   private matchingBlocksCache: MatchTriple[] | null = null;
+  /** `b2j.get(a[i]) ?? EMPTY` for each i, looked up once per `a` instead of once per scan. */
+  private aIndices: Int32Array[] = [];
+  private readonly maxLength: number | undefined;
+  private readonly maxWork: number;
+  /** Steps of `findLongestMatch` since the last `getMatchingBlocks()` started (see `maxWork`). */
+  steps = 0;
   // Reusable j2len rows. Python's `j2len[j]` lives at index `j + 1`, so `j2len.get(j - 1, 0)` is
   // `prev[j]` with no bounds special case for j == 0. All entries are 0 between calls.
   private prev: Int32Array;
@@ -99,8 +159,12 @@ export class SequenceMatcher {
   private curTouched: Int32Array;
 
   constructor(a: SequenceInput, b: SequenceInput, options: SequenceMatcherOptions = {}) {
+    this.maxLength = options.maxLength;
+    this.maxWork = options.maxWork ?? Infinity;
     this.a = asCodePoints(a);
     this.b = asCodePoints(b);
+    checkLength("a", this.a, this.maxLength);
+    checkLength("b", this.b, this.maxLength);
     const autojunk = options.autojunk ?? true;
     const isjunk = options.isjunk ?? null;
 
@@ -131,11 +195,31 @@ export class SequenceMatcher {
 
     this.b2j = new Map();
     for (const [elt, idxs] of lists) this.b2j.set(elt, Int32Array.from(idxs));
+    this.indexA();
 
     this.prev = new Int32Array(n + 1);
     this.cur = new Int32Array(n + 1);
     this.prevTouched = new Int32Array(n);
     this.curTouched = new Int32Array(n);
+  }
+
+  private indexA(): void {
+    const a = this.a;
+    const out: Int32Array[] = new Array(a.length);
+    for (let i = 0; i < a.length; i++) out[i] = this.b2j.get(a[i]!) ?? EMPTY;
+    this.aIndices = out;
+  }
+
+  /**
+   * Python's `set_seq1(a)`: compare a new `a` with the same `b`, keeping `b`'s index (`b2j`), as
+   * CPython recommends when one sequence is compared against many.
+   */
+  setSeq1(a: SequenceInput): void {
+    const next = asCodePoints(a);
+    checkLength("a", next, this.maxLength);
+    this.a = next;
+    this.matchingBlocksCache = null;
+    this.indexA();
   }
 
   /**
@@ -146,7 +230,7 @@ export class SequenceMatcher {
   findLongestMatch(alo = 0, ahi: number = this.a.length, blo = 0, bhi: number = this.b.length): MatchTriple {
     const a = this.a;
     const b = this.b;
-    const b2j = this.b2j;
+    const aIndices = this.aIndices;
     const bjunk = this.bjunk;
     let besti = alo;
     let bestj = blo;
@@ -158,9 +242,13 @@ export class SequenceMatcher {
     let curTouched = this.curTouched;
     let prevN = 0;
 
+    const maxWork = this.maxWork;
+    let steps = this.steps;
     for (let i = alo; i < ahi; i++) {
+      // One step per element of a, one per index of b visited (the j loop below).
+      if (steps > maxWork) throw new SequenceWorkLimitError(maxWork); // the buffers are dirty: the matcher is spent
       let curN = 0;
-      const indices = b2j.get(a[i]!) ?? EMPTY;
+      const indices = aIndices[i]!;
       const len = indices.length;
       // Python skips `j < blo` one by one; indices are sorted, so binary search for the first
       // j >= blo (same set of j visited, in the same order).
@@ -186,6 +274,7 @@ export class SequenceMatcher {
           bestsize = k;
         }
       }
+      steps += 1 + curN;
       // j2len = newj2len: clear the old row and swap buffers.
       for (let t = 0; t < prevN; t++) prev[prevTouched[t]!] = 0;
       const tmp = prev;
@@ -196,6 +285,7 @@ export class SequenceMatcher {
       curTouched = tmpT;
       prevN = curN;
     }
+    this.steps = steps;
     // Leave both rows all-zero for the next call.
     for (let t = 0; t < prevN; t++) prev[prevTouched[t]!] = 0;
     this.prev = prev;
@@ -244,6 +334,7 @@ export class SequenceMatcher {
    */
   getMatchingBlocks(): MatchTriple[] {
     if (this.matchingBlocksCache) return this.matchingBlocksCache;
+    this.steps = 0;
     const la = this.a.length;
     const lb = this.b.length;
 
@@ -300,14 +391,20 @@ function calculateRatio(matches: number, length: number): number {
 
 /**
  * `difflib.SequenceMatcher(None, a, b).ratio()`, bit for bit. Strings are compared by Unicode
- * code point, autojunk is on (Python's default).
+ * code point, autojunk is on (Python's default). `maxLength`: see `SequenceMatcherOptions`.
  */
-export function sequenceRatio(a: string, b: string): number {
+export function sequenceRatio(a: string, b: string, options: Pick<SequenceMatcherOptions, "maxLength" | "maxWork"> = {}): number {
+  if (options.maxLength !== undefined) {
+    // Checked before the fast path, so a too-long pair is refused whether or not it is equal.
+    // A string of at most maxLength UTF-16 units has at most that many code points.
+    if (a.length > options.maxLength) checkLength("a", toCodePoints(a), options.maxLength);
+    if (b.length > options.maxLength) checkLength("b", toCodePoints(b), options.maxLength);
+  }
   // Fast path: for a == b the first find_longest_match is the full diagonal block (the earliest
   // longest block in `a` is matched at the same index in `b`, and the extension loops absorb any
   // popular elements around it), so Python returns exactly 1.0. Covered by the vectors.
   if (a === b) return 1.0;
-  return new SequenceMatcher(a, b).ratio();
+  return new SequenceMatcher(a, b, options).ratio();
 }
 
 /** `difflib.SequenceMatcher(None, a, b).get_matching_blocks()` as `[i, j, size]` triples. */

@@ -77,7 +77,7 @@ export interface Sandbox {
   dispose(): Promise<void>;
 }
 
-export type SandboxKind = "isolated-vm" | "quickjs";
+export type SandboxKind = "isolated-vm" | "quickjs" | "python";
 
 /** Appended to a stream whose output was cut at maxOutputBytes. */
 export const TRUNCATION_MARKER = "…[truncated]";

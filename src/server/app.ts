@@ -13,7 +13,8 @@ import { ApiError, toApiError } from "../env/errors.ts";
 import { handleMcp, rpcError, RPC } from "./mcp.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
-import { CloseRequestSchema, ResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
+import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
+import { listExamples, resetOptionsFor, withReference } from "./examples.ts";
 import { scoreItems } from "./score.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
@@ -107,8 +108,8 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   app.get(`${b}/openapi.json`, (c) => c.json(openApiDocument(c.get("env"))));
 
   app.post(`${b}/reset`, async (c) => {
-    const req = await readBody(c, ResetRequestSchema, true);
-    return c.json(await opts.host.reset(c.get("env"), req));
+    const req = await resetOptionsFor(c.get("env"), await readBody(c, HttpResetRequestSchema, true));
+    return c.json(await withReference(c.get("env"), req, await opts.host.reset(c.get("env"), req)));
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);
@@ -127,6 +128,10 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   app.post(`${b}/score`, async (c) => {
     const req = await readBody(c, ScoreRequestSchema);
     return c.json({ results: await scoreItems(c.get("env"), req.items, services) });
+  });
+  app.post(`${b}/examples`, async (c) => {
+    const req = await readBody(c, ExamplesRequestSchema, true);
+    return c.json(await listExamples(c.get("env"), req));
   });
   app.post(`${b}/mcp`, async (c) => {
     const text = await readText(c, maxBody);
@@ -149,7 +154,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
 
   // A known route asked with the wrong method is 405, not 404.
-  const ROUTES: Record<string, string> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", mcp: "POST", ws: "GET" };
+  const ROUTES: Record<string, string> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
   app.all(`${b}/:route`, (c) => {
     const allowed = ROUTES[c.req.param("route")];
     if (!allowed) throw new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`);

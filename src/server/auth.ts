@@ -1,6 +1,7 @@
 /**
- * Bearer-token access control. When a token is configured every route but `GET /health` needs
- * it. Clients that cannot set headers (OpenEnv's WebSocket client sends none) put it in the
+ * Bearer-token access control. When a token is configured every route but `GET /health` (and
+ * `HEAD /health`: load balancers probe with HEAD) needs it. HEAD follows the rules of GET
+ * everywhere: Hono answers a HEAD with the GET route, body dropped. Clients that cannot set headers (OpenEnv's WebSocket client sends none) put it in the
  * path instead: base URL `http://host/t/{token}/envs/{name}`, which OpenEnv turns into
  * `ws://host/t/{token}/envs/{name}/ws` unchanged; `?token=` works too.
  */
@@ -35,7 +36,7 @@ function presentedToken(authorization: string | undefined, pathToken: string | u
 
 export function requireToken(token: string): MiddlewareHandler {
   return async (c, next) => {
-    if (c.req.method === "GET" && c.req.path === "/health") return next();
+    if ((c.req.method === "GET" || c.req.method === "HEAD") && c.req.path === "/health") return next();
     const given = presentedToken(c.req.header("authorization"), c.req.param("token"), c.req.query("token"));
     if (given === undefined || !(await tokensEqual(given, token))) {
       const err = new ApiError("UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token> (or use the /t/{token}/ path prefix)");

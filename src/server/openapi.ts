@@ -8,8 +8,9 @@ import type { Environment } from "../env/environment.ts";
 import {
   ActionSchema,
   CloseRequestSchema,
+  ExamplesRequestSchema,
+  HttpResetRequestSchema,
   ObservationSchema,
-  ResetRequestSchema,
   ScoreRequestSchema,
   StateSchema,
   StepRequestSchema,
@@ -25,11 +26,12 @@ function sharedSchemas() {
     action: jsonSchema(ActionSchema),
     observation: jsonSchema(ObservationSchema),
     state: jsonSchema(StateSchema),
-    reset: jsonSchema(ResetRequestSchema),
+    reset: jsonSchema(HttpResetRequestSchema),
     step: jsonSchema(StepRequestSchema),
     stepResponse: jsonSchema(StepResponseSchema),
     close: jsonSchema(CloseRequestSchema),
     score: jsonSchema(ScoreRequestSchema),
+    examples: jsonSchema(ExamplesRequestSchema),
   };
   return shared;
 }
@@ -65,6 +67,31 @@ function get(summary: string, response: Record<string, unknown>, parameters?: un
   };
 }
 
+const EXAMPLES_RESPONSE = {
+  type: "object",
+  properties: {
+    examples: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          prompt: { type: "array", items: { type: "object" } },
+          example: { type: "string", description: "reference for /score items and /reset" },
+          split: { type: "string" },
+          index: { type: ["integer", "null"] },
+          seed: { type: ["integer", "null"] },
+          example_id: {},
+        },
+        required: ["prompt", "example", "split"],
+      },
+    },
+    total: { type: ["integer", "null"], description: "dataset size; null for generated environments" },
+    rubric: { type: "array", items: { type: "object", properties: { name: { type: "string" }, weight: { type: "number" } } } },
+    tools: { type: "array", items: { type: "object" } },
+  },
+  required: ["examples", "total", "rubric"],
+};
+
 export function openApiDocument(env: Environment) {
   const s = sharedSchemas();
   const any = { type: "object" };
@@ -80,6 +107,7 @@ export function openApiDocument(env: Environment) {
       "/state": get("episode state", s.state!, [{ name: "episode_id", in: "query", required: true, schema: { type: "string" } }]),
       "/close": post("end and free an episode", s.close!, any),
       "/score": post("stateless batch scoring", s.score!, any),
+      "/examples": post("list examples (prompts and example references, never answers) without opening episodes", s.examples!, EXAMPLES_RESPONSE),
       "/mcp": post("JSON-RPC 2.0: tools/list, tools/call", any, any),
     },
     components: {

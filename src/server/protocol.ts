@@ -39,6 +39,27 @@ const MessageSchema = z.union([
 ]);
 
 const Seed = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** Examples one `POST B/examples` may list (the response carries each prompt). */
+export const MAX_EXAMPLES = 1000;
+/** Longest example reference accepted: args travel inside it, so it is bounded like any input. */
+export const MAX_REFERENCE_CHARS = 8192;
+
+/** An example reference from `POST B/examples` (opaque to clients; see examples.ts). */
+export const ExampleReferenceSchema = z.string().min(1).max(MAX_REFERENCE_CHARS);
+
+export const ExamplesRequestSchema = z
+  .object({
+    split: z.string().max(64).optional(),
+    start: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    count: z.number().int().min(0).max(MAX_EXAMPLES).optional(),
+    seeds: z.array(Seed).min(1).max(MAX_EXAMPLES).optional(),
+    args: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict()
+  .refine((r) => r.seeds === undefined || (r.start === undefined && r.count === undefined), {
+    message: "give either seeds or start/count, not both",
+  });
 const EpisodeId = z.string().min(1).max(255);
 
 /**
@@ -46,22 +67,30 @@ const EpisodeId = z.string().min(1).max(255);
  * against the environment's signature) do: OpenEnv clients may send more. The action itself is
  * strict, and so are an environment's args.
  */
-export const ResetRequestSchema = z
-  .object({
-    seed: Seed.nullish(),
-    episode_id: EpisodeId.nullish(),
-    index: z.number().int().min(0).nullish(),
-    split: z.string().max(64).nullish(),
-    args: z.record(z.string(), z.unknown()).nullish(),
-  })
-  // JSON null means "not given": hand the engine plain optional fields.
-  .transform((r) => ({
-    seed: r.seed ?? undefined,
-    episode_id: r.episode_id ?? undefined,
-    index: r.index ?? undefined,
-    split: r.split ?? undefined,
-    args: r.args ?? undefined,
-  }));
+const ResetFields = z.object({
+  seed: Seed.nullish(),
+  episode_id: EpisodeId.nullish(),
+  index: z.number().int().min(0).nullish(),
+  split: z.string().max(64).nullish(),
+  args: z.record(z.string(), z.unknown()).nullish(),
+});
+
+// JSON null means "not given": hand the engine plain optional fields.
+const plainReset = (r: z.output<typeof ResetFields>) => ({
+  seed: r.seed ?? undefined,
+  episode_id: r.episode_id ?? undefined,
+  index: r.index ?? undefined,
+  split: r.split ?? undefined,
+  args: r.args ?? undefined,
+});
+
+export const ResetRequestSchema = ResetFields.transform(plainReset);
+
+/** `POST B/reset` also takes `example`, a reference from `POST B/examples` (see examples.ts). */
+export const HttpResetRequestSchema = ResetFields.extend({ example: ExampleReferenceSchema.nullish() }).transform((r) => ({
+  ...plainReset(r),
+  example: r.example ?? undefined,
+}));
 
 export const StepRequestSchema = z.object({
   episode_id: EpisodeId,
@@ -80,8 +109,14 @@ export const ScoreItemSchema = z
     info: z.record(z.string(), z.unknown()).optional(),
     prompt: z.union([z.string(), z.array(MessageSchema)]).optional(),
     args: z.record(z.string(), z.unknown()).optional(),
+    /** A reference from `POST B/examples`: graded against the server's own answer and info. */
+    example: ExampleReferenceSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine((item) => item.example === undefined || (item.answer === undefined && item.info === undefined && item.prompt === undefined && item.args === undefined), {
+    message: "an item with example takes no answer, info, prompt or args: the server has them",
+    path: ["example"],
+  });
 
 export const ScoreRequestSchema = z.object({ items: z.array(ScoreItemSchema).min(1).max(1024) }).strict();
 
@@ -123,3 +158,4 @@ export const WS_TYPES = ["reset", "step", "state", "close", "mcp"] as const;
 export type ResetRequest = z.infer<typeof ResetRequestSchema>;
 export type StepRequest = z.infer<typeof StepRequestSchema>;
 export type ScoreItem = z.infer<typeof ScoreItemSchema>;
+export type ExamplesRequest = z.infer<typeof ExamplesRequestSchema>;

@@ -4,6 +4,7 @@ import { zodIssues } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { JsonObject, Message } from "../env/messages.ts";
 import type { ScoreItem } from "./protocol.ts";
+import { referencedExample } from "./examples.ts";
 import { scoreRubric, type RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
 
@@ -13,7 +14,12 @@ function asMessages(value: string | Message[] | undefined, role: "user" | "assis
 }
 
 export async function scoreItems(env: Environment, items: readonly ScoreItem[], services: Services = {}): Promise<RubricScore[]> {
-  const inputs = items.map((item, i) => {
+  const inputs = await Promise.all(items.map(async (item, i) => {
+    const completion = asMessages(item.completion as string | Message[], "assistant");
+    // Named by reference: graded against the server's own prompt, answer and info.
+    if (item.example !== undefined) {
+      return { ...(await referencedExample(env, item.example, `items[${i}].example`)), completion, state: {}, ...services };
+    }
     let args: unknown;
     try {
       args = env.parseArgs(item.args);
@@ -22,13 +28,13 @@ export async function scoreItems(env: Environment, items: readonly ScoreItem[], 
     }
     return {
       prompt: asMessages(item.prompt as string | Message[] | undefined, "user"),
-      completion: asMessages(item.completion as string | Message[], "assistant"),
+      completion,
       answer: item.answer ?? "",
       info: (item.info ?? {}) as JsonObject,
       state: {},
       args,
       ...services,
     };
-  });
+  }));
   return Promise.all(inputs.map((input) => scoreRubric(env.rubric, input)));
 }

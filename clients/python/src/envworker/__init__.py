@@ -1,12 +1,13 @@
 """Python client for envworker: RL environments for language models over HTTP.
 
 No third-party dependencies. See docs/python-client.md in the envworker repository.
+``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
 """
 
-from .client import SCORE_BATCH_LIMIT, EnvClient, list_envs, metadata, score, to_action
+from .client import EXAMPLES_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
-from .types import EnvInfo, EpisodeResult, GroupResult, Observation, ScoreResult, State, StepResult
+from .types import EnvInfo, EpisodeResult, Example, ExamplesPage, GroupResult, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,10 @@ __all__ = [
     "EpisodeResult",
     "GroupResult",
     "score",
+    "examples",
+    "Example",
+    "ExamplesPage",
+    "EXAMPLES_LIMIT",
     "list_envs",
     "metadata",
     "run_group",

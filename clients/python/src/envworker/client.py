@@ -7,12 +7,14 @@ from urllib.parse import quote
 
 from ._transport import DEFAULT_TIMEOUT, Transport
 from .errors import EnvworkerError
-from .types import EnvInfo, ScoreResult, State, StepResult
+from .types import EnvInfo, ExamplesPage, ScoreResult, State, StepResult
 
-__all__ = ["EnvClient", "to_action", "list_envs", "metadata", "score", "SCORE_BATCH_LIMIT"]
+__all__ = ["EnvClient", "to_action", "list_envs", "metadata", "score", "examples", "SCORE_BATCH_LIMIT", "EXAMPLES_LIMIT"]
 
 #: The server accepts at most this many items per ``POST /score``; :func:`score` splits larger lists.
 SCORE_BATCH_LIMIT = 1024
+#: The server lists at most this many examples per ``POST /examples``.
+EXAMPLES_LIMIT = 1000
 
 Action = Union[str, Mapping[str, Any]]
 
@@ -104,6 +106,7 @@ class EnvClient:
         split: Optional[str] = None,
         args: Optional[Mapping[str, Any]] = None,
         episode_id: Optional[str] = None,
+        example: Optional[str] = None,
     ) -> StepResult:
         """Start an episode (``POST /reset``); the observation's messages are the prompt.
 
@@ -111,6 +114,9 @@ class EnvClient:
         picks one and reports it in ``observation.info["seed"]``. ``index`` picks a dataset
         row (the seed then does not choose it), ``split`` a dataset split, ``args`` the
         environment's arguments, ``episode_id`` the id (``409 EPISODE_EXISTS`` if taken).
+        ``example`` is a reference from :func:`envworker.examples` (it carries the split, row or
+        seed and args, so it takes none of those). ``observation.info["example"]`` is the
+        reference of the example the reset chose.
         Not retried once sent: a reset that reached the server created an episode.
         """
         if self.episode_id is not None:
@@ -126,6 +132,8 @@ class EnvClient:
             body["args"] = dict(args)
         if episode_id is not None:
             body["episode_id"] = episode_id
+        if example is not None:
+            body["example"] = example
         result = StepResult.from_json(self._transport.post(self._path + "/reset", body, idempotent=False))
         self.episode_id = result.episode_id
         self.last = result
@@ -189,6 +197,10 @@ class EnvClient:
         """Stateless batch scoring; see :func:`envworker.score`."""
         return _score(self._transport, self._path, items)
 
+    def examples(self, **kwargs: Any) -> ExamplesPage:
+        """One page of ``POST /examples``; see :func:`envworker.examples`."""
+        return _examples(self._transport, self._path, **kwargs)
+
     # -- context manager --------------------------------------------------------------------
 
     def __enter__(self) -> "EnvClient":
@@ -218,6 +230,58 @@ def _score(transport: Transport, path: str, items: Iterable[Mapping[str, Any]]) 
     return results
 
 
+def _examples(
+    transport: Transport,
+    path: str,
+    *,
+    split: Optional[str] = None,
+    start: Optional[int] = None,
+    count: Optional[int] = None,
+    seeds: Optional[Iterable[int]] = None,
+    args: Optional[Mapping[str, Any]] = None,
+) -> ExamplesPage:
+    body: Dict[str, Any] = {}
+    if split is not None:
+        body["split"] = split
+    if start is not None:
+        body["start"] = start
+    if count is not None:
+        body["count"] = count
+    if seeds is not None:
+        body["seeds"] = list(seeds)
+    if args is not None:
+        body["args"] = dict(args)
+    # Listing is a pure read: retrying after a dropped connection is safe.
+    return ExamplesPage.from_json(transport.post(path + "/examples", body, idempotent=True))
+
+
+def examples(
+    base_url: str,
+    env: str,
+    *,
+    split: Optional[str] = None,
+    start: Optional[int] = None,
+    count: Optional[int] = None,
+    seeds: Optional[Iterable[int]] = None,
+    args: Optional[Mapping[str, Any]] = None,
+    token: Optional[str] = None,
+    timeout: Optional[float] = DEFAULT_TIMEOUT,
+) -> ExamplesPage:
+    """One page of an environment's examples (``POST /envs/{env}/examples``), without episodes.
+
+    A dataset is walked by row (``start``, ``count``; ``total`` is its size), a generated
+    environment by seed (``seeds``, or ``count`` seeds from ``start``; ``total`` is ``None``).
+    At most ``EXAMPLES_LIMIT`` (1000) per request; ``count=0`` returns only ``rubric`` and
+    ``tools``. Each example has its prompt and a reference (``example``) for ``score`` items and
+    ``EnvClient.reset(example=...)``; answers stay on the server.
+    """
+    transport = Transport(base_url, token=token, timeout=timeout)
+    try:
+        return _examples(transport, _env_path(env), split=split, start=start, count=count, seeds=seeds, args=args)
+    finally:
+        transport.close()
+
+
 def score(
     base_url: str,
     env: str,
@@ -228,7 +292,9 @@ def score(
     """Score completions a trainer already has with the environment's rubric (``POST /score``).
 
     Each item is ``{"completion": str | messages, "answer"?: str, "info"?: dict,
-    "prompt"?: str | messages, "args"?: dict}``; a string completion is one assistant message.
+    "prompt"?: str | messages, "args"?: dict}``, or ``{"completion", "example": reference}``
+    (a reference from :func:`examples`: graded against the server's own answer); a string
+    completion is one assistant message.
     Returns one :class:`ScoreResult` per item, in order. Lists longer than
     ``SCORE_BATCH_LIMIT`` (1024) are sent in several requests. An empty list returns ``[]``
     without a request.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
-__all__ = ["Observation", "StepResult", "State", "ScoreResult", "EnvInfo", "EpisodeResult", "GroupResult"]
+__all__ = ["Observation", "StepResult", "State", "ScoreResult", "EnvInfo", "EpisodeResult", "GroupResult", "Example", "ExamplesPage"]
 
 Message = Dict[str, Any]
 
@@ -170,3 +170,50 @@ class GroupResult:
     #: The seed every episode of the group was reset with.
     seed: int
     index: Optional[int] = None
+
+
+@dataclass
+class Example:
+    """One entry of ``POST /examples``: the prompt (system message included, as a reset gives
+    it) and ``example``, the reference that ``/score`` items and ``reset(example=...)`` take.
+    ``index`` is the dataset row (``None`` for a generated environment), ``seed`` the seed of a
+    generated example (``None`` for a dataset)."""
+
+    prompt: List[Message]
+    example: str
+    split: str
+    index: Optional[int] = None
+    seed: Optional[int] = None
+    example_id: Any = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Example":
+        return cls(
+            prompt=list(data["prompt"]),
+            example=str(data["example"]),
+            split=str(data["split"]),
+            index=data.get("index"),
+            seed=data.get("seed"),
+            example_id=data.get("example_id"),
+        )
+
+
+@dataclass
+class ExamplesPage:
+    """The answer to ``POST /examples``: ``total`` is the dataset's size (``None`` for a
+    generated environment); ``rubric`` the reward functions (``{"name", "weight"}``) whose values
+    ``metrics`` will carry; ``tools`` the OpenAI tool schemas (``None`` without tools)."""
+
+    examples: List[Example]
+    total: Optional[int]
+    rubric: List[Dict[str, Any]] = field(default_factory=list)
+    tools: Optional[List[Dict[str, Any]]] = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ExamplesPage":
+        return cls(
+            examples=[Example.from_json(e) for e in data.get("examples") or []],
+            total=data.get("total"),
+            rubric=list(data.get("rubric") or []),
+            tools=data.get("tools"),
+        )

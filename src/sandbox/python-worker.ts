@@ -1,0 +1,361 @@
+/**
+ * Worker-thread entry of the python sandbox (python.ts): one Pyodide interpreter serving one run at
+ * a time over the thread's message port.
+ *
+ * Start-up (~2.5 s): load Pyodide with no packages and an empty `js` namespace, run the lockdown
+ * and define the runner (python-guest.ts), make the pre-existing file system read-only, then take a
+ * SNAPSHOT: a copy of the interpreter's linear memory up to its break, its stack pointer, and the
+ * JavaScript-side state a run can touch (open file descriptors, the working directory, the two
+ * writable directories /tmp and /home/pyodide).
+ *
+ * A run: set the per-run stdin/limits, call the runner (it returns a JSON report), answer the host,
+ * then RESTORE the snapshot: the memory is copied back (what the run grew beyond the break is
+ * zeroed), the stack pointer reset and the JS-side state put back. Nothing a run defines, imports,
+ * patches or writes survives it, and the next run starts from the same interpreter state as the
+ * first. The copy (~25 MB, ~2.5 ms) happens after the answer is sent, off the run's latency.
+ *
+ * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
+ * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
+ * (captured bytes stop at the cap). The time limit is the host's: it writes SIGINT into the shared
+ * interrupt buffer (Python raises KeyboardInterrupt at the next bytecode boundary) and terminates
+ * this thread if that does not end the run.
+ */
+import { fileURLToPath } from "node:url";
+import { parentPort, workerData } from "node:worker_threads";
+import { memoryError, toRunResult } from "./report.ts";
+import { PYTHON_SETUP } from "./python-guest.ts";
+import type { RunLimits, RunResult } from "./types.ts";
+
+export interface PythonWorkerRequest {
+  id: number;
+  code: string;
+  stdin: string;
+  limits: RunLimits;
+  /** JSON object of values defined as globals of `__main__` before the code runs. */
+  globalsJson: string;
+}
+
+export type PythonWorkerMessage =
+  | { type: "ready"; heapBytes: number; loadMs: number }
+  | { type: "failed-to-start"; message: string }
+  | { type: "result"; id: number; result: RunResult; heapBytes: number; fatal: boolean };
+
+const port = parentPort;
+if (!port) throw new Error("python-worker.ts must run in a worker thread");
+const interrupt = new Int32Array((workerData as { interrupt: SharedArrayBuffer }).interrupt);
+
+// ---- memory limit: every growth of a WebAssembly memory in this thread goes through here --------
+let growLimitBytes = Number.POSITIVE_INFINITY;
+let growRefused = false;
+const realGrow = WebAssembly.Memory.prototype.grow;
+WebAssembly.Memory.prototype.grow = function grow(this: WebAssembly.Memory, delta: number): number {
+  const next = this.buffer.byteLength + delta * 65536;
+  if (next > growLimitBytes) {
+    growRefused = true;
+    // Emscripten's resize handler catches this and fails the allocation (Python: MemoryError).
+    throw new RangeError("memory limit");
+  }
+  const before = realGrow.call(this, delta);
+  growRefused = false; // a smaller retry of the same allocation succeeded
+  return before;
+};
+
+// ---- output capture ---------------------------------------------------------------------------
+interface Capture {
+  chunks: string[];
+  decoder: TextDecoder;
+}
+let outputBudget = 0;
+let truncatedIn: "stdout" | "stderr" | null = null;
+const capture = { stdout: newCapture(), stderr: newCapture() };
+function newCapture(): Capture {
+  return { chunks: [], decoder: new TextDecoder("utf-8", { fatal: false }) };
+}
+function writer(stream: "stdout" | "stderr") {
+  return {
+    isatty: false,
+    write(buffer: Uint8Array): number {
+      const n = buffer.length;
+      if (truncatedIn !== null) return n;
+      const c = capture[stream];
+      if (n > outputBudget) {
+        c.chunks.push(c.decoder.decode(buffer.subarray(0, Math.max(0, outputBudget)), { stream: true }));
+        outputBudget = 0;
+        truncatedIn = stream;
+        return n;
+      }
+      outputBudget -= n;
+      c.chunks.push(c.decoder.decode(buffer, { stream: true }));
+      return n;
+    },
+  };
+}
+
+// ---- stdin -------------------------------------------------------------------------------------
+let stdinBytes = new Uint8Array(0);
+let stdinOffset = 0;
+const encoder = new TextEncoder();
+
+// ---- load and lock down -----------------------------------------------------------------------
+type Emscripten = {
+  HEAPU8: Uint8Array;
+  stackSave(): number;
+  stackRestore(sp: number): void;
+  _emscripten_get_sbrk_ptr(): number;
+  _emscripten_stack_get_end(): number;
+  HEAPU32: Uint32Array;
+  FS: EmscriptenFS;
+};
+// The parts of Emscripten's FS used here (untyped in pyodide's typings).
+type FsNode = {
+  name: string;
+  mode: number;
+  parent: FsNode;
+  contents: unknown;
+  node_ops: Record<string, unknown>;
+  stream_ops: Record<string, unknown>;
+  mount: { mountpoint: string };
+  timestamp?: number;
+  atime?: number;
+  mtime?: number;
+  ctime?: number;
+};
+type FsStream = { fd: number | null; position: number; flags: number; node: FsNode };
+type EmscriptenFS = {
+  root: FsNode;
+  streams: (FsStream | null | undefined)[];
+  cwd(): string;
+  chdir(path: string): void;
+  close(stream: FsStream): void;
+  lookupPath(path: string): { node: FsNode };
+  isDir(mode: number): boolean;
+  isFile(mode: number): boolean;
+  isLink(mode: number): boolean;
+  ErrnoError: new (errno: number) => Error;
+};
+
+interface Snapshot {
+  /** Static data, below the C stack. */
+  low: Uint8Array;
+  /** The top of the C stack and the heap up to its break. */
+  high: Uint8Array;
+  highStart: number;
+  /** Size of the memory at snapshot time. */
+  size: number;
+  /** Where the heap's break was: memory above it is unused at snapshot time. */
+  brk: number;
+  sp: number;
+  streams: { stream: FsStream | null | undefined; position: number; flags: number }[];
+  cwd: string;
+  writable: { node: FsNode; contents: Record<string, FsNode>; mode: number }[];
+}
+
+const started = performance.now();
+let run: (code: string, maxResultChars: number, globalsJson: string) => string;
+let M: Emscripten;
+let snapshot: Snapshot;
+let fatal = false;
+
+try {
+  const { loadPyodide } = await import("pyodide");
+  // Inside a worker started from source Pyodide cannot find its own directory: tell it.
+  const indexURL = fileURLToPath(new URL(".", import.meta.resolve("pyodide")));
+  const pyodide = await loadPyodide({
+    indexURL,
+    // The `js` module is a proxy of this object: nothing in it. (The lockdown removes `js` anyway.)
+    jsglobals: Object.create(null) as object,
+    packages: [],
+    stdout: () => {},
+    stderr: () => {},
+    env: { HOME: "/home/pyodide" },
+  });
+  pyodide.setStdout(writer("stdout"));
+  pyodide.setStderr(writer("stderr"));
+  pyodide.setStdin({
+    isatty: false,
+    read(buffer: Uint8Array): number {
+      const n = Math.min(buffer.length, stdinBytes.length - stdinOffset);
+      buffer.set(stdinBytes.subarray(stdinOffset, stdinOffset + n));
+      stdinOffset += n;
+      return n;
+    },
+  });
+  pyodide.setInterruptBuffer(interrupt);
+  // Pyodide reports a fatal error (a trap in a run) on the console; the host reports it as the run's result.
+  for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {};
+  M = (pyodide as unknown as { _module: Emscripten })._module;
+  pyodide.runPython(PYTHON_SETUP, { filename: "<envworker>" });
+  const runner = pyodide.globals.get("__envworker_run") as typeof run;
+  // The proxy is kept for the life of the interpreter (its reference is part of the snapshot).
+  run = runner;
+  // Checked from here, not from inside runPython: its own machinery (a CodeRunner) is Pyodide's.
+  const verify = pyodide.globals.get("__envworker_verify") as (() => string) & { destroy(): void };
+  verify();
+  verify.destroy();
+  (pyodide.globals as unknown as { delete(k: string): void }).delete("__envworker_verify");
+  lockFileSystem(M.FS);
+  snapshot = takeSnapshot();
+  port.postMessage({ type: "ready", heapBytes: M.HEAPU8.length, loadMs: performance.now() - started } satisfies PythonWorkerMessage);
+} catch (err) {
+  port.postMessage({ type: "failed-to-start", message: err instanceof Error ? err.message : String(err) } satisfies PythonWorkerMessage);
+  process.exit(1);
+}
+
+port.on("message", (req: PythonWorkerRequest) => {
+  const result = fatal ? dead() : runOnce(req);
+  port.postMessage({ type: "result", id: req.id, result, heapBytes: M.HEAPU8.length, fatal } satisfies PythonWorkerMessage);
+  if (!fatal) {
+    try {
+      restore();
+    } catch {
+      fatal = true;
+    }
+  }
+});
+
+function dead(): RunResult {
+  return { ok: false, result: null, stdout: "", stderr: "", error: { name: "SandboxError", message: "the interpreter is no longer usable" }, elapsedMs: 0 };
+}
+
+function runOnce(req: PythonWorkerRequest): RunResult {
+  const { limits } = req;
+  stdinBytes = encoder.encode(req.stdin);
+  stdinOffset = 0;
+  outputBudget = limits.maxOutputBytes;
+  truncatedIn = null;
+  capture.stdout = newCapture();
+  capture.stderr = newCapture();
+  growRefused = false;
+  growLimitBytes = snapshot.size + limits.memoryMb * 1024 * 1024;
+  Atomics.store(interrupt, 0, 0);
+  const t0 = performance.now();
+  let reportText: string | undefined;
+  let hostError: { name: string; message: string } | undefined;
+  try {
+    reportText = run(req.code, limits.maxOutputBytes, req.globalsJson);
+  } catch (err) {
+    // Only a failure of the interpreter itself gets here (the runner catches every Python
+    // exception): a trap such as a C stack overflow. The interpreter cannot be trusted after it.
+    fatal = true;
+    const message = err instanceof Error ? err.message : String(err);
+    hostError = /call stack|stack size|recursion/i.test(message)
+      ? { name: "RecursionError", message: "maximum recursion depth exceeded (the interpreter's stack overflowed)" }
+      : { name: "SandboxError", message: `the interpreter failed: ${message.slice(0, 500)}` };
+  } finally {
+    growLimitBytes = Number.POSITIVE_INFINITY;
+    Atomics.store(interrupt, 0, 0);
+  }
+  const elapsedMs = performance.now() - t0;
+  const stdout = capture.stdout.chunks.join("") + capture.stdout.decoder.decode();
+  const stderr = capture.stderr.chunks.join("") + capture.stderr.decoder.decode();
+  let report: Record<string, unknown> | undefined;
+  try {
+    report = reportText === undefined ? undefined : (JSON.parse(reportText) as Record<string, unknown>);
+  } catch {
+    report = undefined;
+  }
+  const guestError = report?.error as { name?: unknown } | null | undefined;
+  if (report && report.status !== "ok" && (growRefused || guestError?.name === "MemoryError")) hostError ??= memoryError(limits);
+  const merged = report ? JSON.stringify({ ...report, stdout, stderr, truncated: truncatedIn }) : undefined;
+  return toRunResult(merged, { limits, elapsedMs, ...(hostError ? { hostError } : {}) });
+}
+
+// ---- snapshot / restore -----------------------------------------------------------------------
+function brk(): number {
+  return M.HEAPU32[M._emscripten_get_sbrk_ptr() >>> 2]!;
+}
+
+function takeSnapshot(): Snapshot {
+  const FS = M.FS;
+  const top = brk();
+  // The C stack lies between the static data and the heap. At rest only its top few bytes (above
+  // the stack pointer) hold anything, so the rest is neither copied nor restored.
+  const stackLow = M._emscripten_stack_get_end();
+  const sp = M.stackSave();
+  const stackKeep = Math.max(stackLow, sp - 64 * 1024);
+  const writable = ["/tmp", "/home/pyodide"].map((path) => {
+    const node = FS.lookupPath(path).node;
+    return { node, contents: { ...(node.contents as Record<string, FsNode>) }, mode: node.mode };
+  });
+  return {
+    low: M.HEAPU8.slice(0, stackLow),
+    high: M.HEAPU8.slice(stackKeep, top),
+    highStart: stackKeep,
+    size: M.HEAPU8.length,
+    brk: top,
+    sp,
+    streams: FS.streams.map((stream) => ({ stream, position: stream?.position ?? 0, flags: stream?.flags ?? 0 })),
+    cwd: FS.cwd(),
+    writable,
+  };
+}
+
+function restore(): void {
+  const heap = M.HEAPU8;
+  const end = Math.min(heap.length, Math.max(brk(), snapshot.brk));
+  heap.set(snapshot.low, 0);
+  heap.set(snapshot.high, snapshot.highStart);
+  // What the run allocated beyond the old break: nothing of it may reach the next run.
+  if (end > snapshot.brk) heap.fill(0, snapshot.brk, end);
+  M.stackRestore(snapshot.sp);
+  const FS = M.FS;
+  const kept = new Set(snapshot.streams.map((s) => s.stream));
+  for (const stream of FS.streams) {
+    if (stream && !kept.has(stream)) {
+      try {
+        FS.close(stream);
+      } catch {
+        // Already closed.
+      }
+    }
+  }
+  FS.streams.length = 0;
+  snapshot.streams.forEach(({ stream, position, flags }, fd) => {
+    FS.streams[fd] = stream;
+    if (stream) {
+      stream.fd = fd;
+      stream.position = position;
+      stream.flags = flags;
+    }
+  });
+  for (const w of snapshot.writable) {
+    w.node.contents = { ...w.contents };
+    w.node.mode = w.mode;
+  }
+  FS.chdir(snapshot.cwd);
+}
+
+/**
+ * Every node that exists now, except the writable directories and what is below them, refuses
+ * changes: no creating, renaming, deleting or chmod-ing entries, no writing to regular files
+ * (devices such as /dev/null keep working). The standard library cannot be tampered with, and what
+ * a run writes lives only in /tmp and /home/pyodide, which restore() empties.
+ */
+function lockFileSystem(FS: EmscriptenFS): void {
+  const writable = new Set(["/tmp", "/home/pyodide"].map((p) => FS.lookupPath(p).node));
+  const denied = () => {
+    throw new FS.ErrnoError(2); // EACCES
+  };
+  const nodeOpsCache = new Map<object, Record<string, unknown>>();
+  const streamOpsCache = new Map<object, Record<string, unknown>>();
+  const readOnly = (cache: Map<object, Record<string, unknown>>, ops: Record<string, unknown>, names: string[]) => {
+    let ro = cache.get(ops);
+    if (!ro) {
+      ro = { ...ops };
+      for (const n of names) if (n in ops) ro[n] = denied;
+      cache.set(ops, ro);
+    }
+    return ro;
+  };
+  const seen = new Set<FsNode>();
+  const walk = (node: FsNode) => {
+    if (seen.has(node) || writable.has(node)) return;
+    seen.add(node);
+    node.node_ops = readOnly(nodeOpsCache, node.node_ops, ["setattr", "mknod", "rename", "unlink", "rmdir", "symlink", "link"]);
+    if (FS.isFile(node.mode)) node.stream_ops = readOnly(streamOpsCache, node.stream_ops, ["write", "allocate", "mmap", "msync"]);
+    if (FS.isDir(node.mode) && node.contents && typeof node.contents === "object") {
+      for (const child of Object.values(node.contents as Record<string, FsNode>)) walk(child);
+    }
+  };
+  walk(FS.root);
+}

@@ -1,0 +1,203 @@
+/**
+ * A harness for hostile-input tests against a REAL server: `envworker serve` in a child process
+ * (the code path of `npm start`), attacked over HTTP while a probe keeps playing ordinary
+ * episodes and records how long each one takes. An attack passes when every probe was served
+ * within the deadline, enough probes ran, and the server process is still alive; memory-related
+ * attacks also bound the server's RSS growth.
+ *
+ * Use: `const server = await startLiveServer({ ENVWORKER_TOKEN: "t" })`, then
+ * `const outcome = await underAttack(server, async () => { ...send the attack... })`, then
+ * `expectServed(outcome)`; `await server.stop()` in afterAll.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { expect } from "vitest";
+import { reverseTextGold } from "./oracles.ts";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+export interface LiveServer {
+  /** Origin, e.g. http://127.0.0.1:41234 */
+  url: string;
+  /** The server process itself (not a wrapper). */
+  pid: number;
+  /** Headers every request needs (the bearer token, when the server has one). */
+  headers: Record<string, string>;
+  /** True while the process exists (signal 0). */
+  alive(): boolean;
+  /** Resident memory of the server process, in KiB (VmRSS). */
+  rssKiB(): number;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then SIGKILL if it has not exited after a grace period. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Start `envworker serve --port 0` with these environment variables (ENVWORKER_* settings) and
+ * wait for the URL it prints. Node gets --no-node-snapshot directly, so bin/envworker.js does not
+ * re-execute itself and the child's pid is the server's.
+ */
+export async function startLiveServer(env: Record<string, string> = {}, serveArgs: string[] = []): Promise<LiveServer> {
+  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", "bin/envworker.js", "serve", "--port", "0", ...serveArgs], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  const url = await new Promise<string>((res, rej) => {
+    const onData = (d: Buffer) => {
+      stdout += d.toString();
+      const m = /serving \d+ environment\(s\) on (http:\/\/\S+)/.exec(stdout);
+      if (m) {
+        child.stdout!.off("data", onData);
+        child.stdout!.resume(); // keep draining: a full pipe would block the server's console.log
+        res(m[1]!);
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.once("exit", (code, signal) => rej(new Error(`envworker serve exited (${code ?? signal}) before listening:\n${stdout}\n${stderr}`)));
+  });
+  const pid = child.pid!;
+  return {
+    url,
+    pid,
+    headers: env.ENVWORKER_TOKEN ? { authorization: `Bearer ${env.ENVWORKER_TOKEN}` } : {},
+    alive() {
+      try {
+        process.kill(pid, 0);
+        return child.exitCode === null && child.signalCode === null;
+      } catch {
+        return false;
+      }
+    },
+    rssKiB: () => rssKiB(pid),
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** VmRSS of a process in KiB, from /proc (Linux). */
+export function rssKiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]);
+}
+
+/** One probe: an ordinary reverse-text episode (reset, then the gold answer). */
+export interface ProbeRecord {
+  /** Milliseconds from the reset request to the step's answer. */
+  ms: number;
+  /** Why the probe was not served correctly (undefined: reward 1 as expected). */
+  error?: string;
+}
+
+/** Play one reverse-text episode with the gold answer; never throws. */
+export async function probeOnce(server: Pick<LiveServer, "url" | "headers">): Promise<ProbeRecord> {
+  const base = `${server.url}/envs/reverse-text`;
+  const headers = { "content-type": "application/json", ...server.headers };
+  const start = performance.now();
+  try {
+    const reset = await fetch(`${base}/reset`, { method: "POST", headers, body: "{}" });
+    const r = (await reset.json()) as { episode_id: string; observation: { messages: { role: string; content: string }[] } };
+    if (reset.status !== 200) return { ms: performance.now() - start, error: `reset: ${reset.status} ${JSON.stringify(r)}` };
+    const step = await fetch(`${base}/step`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ episode_id: r.episode_id, action: { content: reverseTextGold(r.observation.messages) } }),
+    });
+    const s = (await step.json()) as { reward: number };
+    const ms = performance.now() - start;
+    if (step.status !== 200 || s.reward !== 1) return { ms, error: `step: ${step.status} ${JSON.stringify(s).slice(0, 200)}` };
+    return { ms };
+  } catch (err) {
+    return { ms: performance.now() - start, error: `probe failed: ${err instanceof Error ? err.message : String(err)}` };
+  }
+}
+
+export interface AttackOptions {
+  /** Probes that must complete after the attack started (default 3). */
+  minProbes?: number;
+  /**
+   * Run before probing starts: ordinary use of what the attack targets, so one-time costs (an
+   * environment's first use loads its data, e.g. a 63,000-word dictionary) are not counted
+   * against the attack.
+   */
+  warmUp?: () => Promise<unknown>;
+}
+
+export interface AttackOutcome<T> {
+  /** What the attack function returned (its responses, for the caller's own assertions). */
+  result: T;
+  /** Every probe that ran while the attack was under way (and until `minProbes` were done). */
+  probes: ProbeRecord[];
+  rssBeforeKiB: number;
+  rssAfterKiB: number;
+  /** The server process exists after the attack. */
+  alive: boolean;
+}
+
+/**
+ * Run `attack` while probes play episodes back to back. Probing starts (and one probe completes)
+ * before the attack, and goes on after it until at least `minProbes` probes have completed since
+ * the attack started; the probe in flight when the attack ends is waited for, so a server that
+ * stalled is seen as a slow probe rather than missed.
+ */
+export async function underAttack<T>(server: LiveServer, attack: () => Promise<T>, opts: AttackOptions = {}): Promise<AttackOutcome<T>> {
+  const minProbes = opts.minProbes ?? 3;
+  await opts.warmUp?.();
+  const warm = await probeOnce(server);
+  if (warm.error) throw new Error(`the server is not serving before the attack: ${warm.error}`);
+  const rssBeforeKiB = server.rssKiB();
+  const probes: ProbeRecord[] = [];
+  let attackDone = false;
+  const probing = (async () => {
+    while (!attackDone || probes.length < minProbes) {
+      probes.push(await probeOnce(server));
+      if (!server.alive()) break;
+    }
+  })();
+  let result: T;
+  try {
+    result = await attack();
+  } finally {
+    attackDone = true;
+    await probing;
+  }
+  const alive = server.alive();
+  const rssAfterKiB = alive ? server.rssKiB() : 0;
+  return { result, probes, rssBeforeKiB, rssAfterKiB, alive };
+}
+
+/** The issue's service goal: every probe served within this many milliseconds. */
+export const PROBE_DEADLINE_MS = 1000;
+
+/**
+ * The attack did not take the server down or stall it: alive, at least `minProbes` probes ran,
+ * each served correctly within PROBE_DEADLINE_MS; with `maxRssGrowthMiB`, the server's resident
+ * memory grew by less than that. Prints the figures (for the report).
+ */
+export function expectServed(label: string, outcome: AttackOutcome<unknown>, opts: { minProbes?: number; maxRssGrowthMiB?: number } = {}): void {
+  const ms = outcome.probes.map((p) => p.ms);
+  const growthMiB = (outcome.rssAfterKiB - outcome.rssBeforeKiB) / 1024;
+  console.log(
+    `[hostile] ${label}: ${outcome.probes.length} probes, slowest ${Math.max(...ms).toFixed(0)} ms, ` +
+      `RSS ${(outcome.rssBeforeKiB / 1024).toFixed(0)} → ${(outcome.rssAfterKiB / 1024).toFixed(0)} MiB`,
+  );
+  expect(outcome.alive, `${label}: the server process is gone`).toBe(true);
+  expect(outcome.probes.length, `${label}: probes that ran`).toBeGreaterThanOrEqual(opts.minProbes ?? 3);
+  expect(outcome.probes.filter((p) => p.error).map((p) => p.error), `${label}: probes not served`).toEqual([]);
+  const slow = outcome.probes.filter((p) => p.ms >= PROBE_DEADLINE_MS).map((p) => Math.round(p.ms));
+  expect(slow, `${label}: probes slower than ${PROBE_DEADLINE_MS} ms`).toEqual([]);
+  if (opts.maxRssGrowthMiB !== undefined) expect(growthMiB, `${label}: RSS growth (MiB)`).toBeLessThan(opts.maxRssGrowthMiB);
+}
