@@ -16,6 +16,7 @@ commands:
   run-code [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [FILE]
                                                     run code in the sandbox, print the result as JSON
   eval ENV [-m MODEL] [-b URL] [-n N] [-r N] [--url URL] ...   evaluate ENV with an OpenAI-compatible model (eval --help)
+  view [DIR] [--host 127.0.0.1] [--port 8001]       browse saved eval runs (default DIR outputs/evals) in a web page
 
 environment: PORT, HOST, ENVWORKER_TOKEN, ENVWORKER_MAX_EPISODES (10000),
              ENVWORKER_IDLE_TIMEOUT_S (600), ENVWORKER_MAX_BODY_BYTES (1048576),
@@ -98,6 +99,10 @@ export async function main(argv: string[]): Promise<number> {
         // Loaded on demand: serve and list never pay for the openai SDK.
         const { evalCommand } = await import("../eval/command.ts");
         return await evalCommand(rest);
+      }
+      case "view": {
+        const { viewCommand } = await import("./view.ts");
+        return await viewCommand(rest);
       }
       case undefined:
       case "-h":

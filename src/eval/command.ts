@@ -18,7 +18,8 @@ import {
   type RetryPolicy,
   type RolloutResult,
 } from "./rollout.ts";
-import { formatSummary, newRunId, resultsDir, saveResults, summarize } from "./report.ts";
+import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
+import { LiveResults } from "./results-writer.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 
 export const EVAL_USAGE = `usage: envworker eval ENV [options]
@@ -285,6 +286,22 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   const where = values.url !== undefined ? ` at ${driver.location}` : "";
   io.stderr.write(`envworker eval: ${envName}${where}, ${model} via ${baseUrl}: ${n} examples x ${r} rollouts, ${Math.min(concurrency, jobs.length)} at a time\n`);
   const progress = new Progress({ total: jobs.length, stream: io.stderr, label: envName });
+  // With -s the run is written as it goes, so `envworker view` can show it live.
+  const live = values["save-results"] ? new LiveResults(resultsDir(outputDir, envName, model, runId)) : undefined;
+  live?.start({
+    env: envName,
+    env_version: envVersion,
+    env_args: envArgs ?? {},
+    model,
+    base_url: baseUrl,
+    envworker_url: values.url !== undefined ? driver.location : null,
+    num_examples: n,
+    rollouts_per_example: r,
+    seed,
+    split: effectiveSplit ?? null,
+    run_id: runId,
+    started_at: started.toISOString(),
+  });
   const t0 = performance.now();
   let results: RolloutResult[];
   try {
@@ -295,7 +312,10 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       model: { client, model, sampling },
       retry,
       timeoutMs: Math.round(timeoutS * 1000),
-      onResult: (row) => progress.tick(row.reward, row.error !== null),
+      onResult: (row) => {
+        progress.tick(row.reward, row.error !== null);
+        live?.append(row);
+      },
     });
   } finally {
     await sandbox?.dispose();
@@ -306,8 +326,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   const summary = summarize(results, n, r, { passThreshold, seconds });
   io.stdout.write(formatSummary(summary, { env: envName, location: driver.location, model, baseUrl }, results));
 
-  if (values["save-results"]) {
-    const dir = resultsDir(outputDir, envName, model, runId);
+  if (live) {
+    const dir = live.dir;
     const avgMetrics: Record<string, number> = {};
     for (const [name, stat] of Object.entries(summary.metrics)) avgMetrics[name] = stat.avg;
     const metadata = {
@@ -339,12 +359,17 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       envworker_version: envworkerVersion(),
     };
     try {
-      await saveResults(dir, results, metadata);
+      await live.finish(results, metadata);
     } catch (err) {
       io.stderr.write(`envworker eval: could not save the results to ${dir}: ${(err as Error).message}\n`);
       return 1;
     }
-    io.stdout.write(`Saved results to ${dir}\n`);
+    io.stdout.write(`Saved results to ${dir}\nSee them in a browser: npx envworker view ${shellWord(dir)}\n`);
   }
   return summary.errors.count === results.length && results.length > 0 ? 1 : 0;
+}
+
+/** A path as one shell word: as is when it is plain, else single-quoted. */
+function shellWord(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
 }

@@ -19,6 +19,7 @@ import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
 import { WsSession, wsError } from "./ws-session.ts";
+import { mountWeb } from "../web/mount.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
@@ -87,6 +88,9 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       })),
     }),
   );
+
+  // The playground (/web) and `GET /` → /web: pages and their assets, under the same token rule.
+  mountWeb(app, { envs: opts.envs, tokens: Boolean(opts.token) });
 
   const b = "/envs/:name";
   app.use(`${b}/*`, async (c, next) => {

@@ -1,0 +1,296 @@
+/**
+ * Saved eval runs on disk (`envworker eval -s`: {root}/{env}--{model}/{run id}/ with
+ * results.jsonl and metadata.json), read for the viewer. Only what the pages list is kept in
+ * memory per rollout (reward, metrics, turns, error, timing, tokens and where its line is); a
+ * transcript is read from its line when asked for. A results.jsonl that grows (a run still being
+ * written) is read on from where the last read stopped; one that was replaced is read again.
+ */
+import { open, readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+
+/** metadata.json, leniently: a run still being written has only its settings. */
+const MetaSchema = z
+  .object({
+    env: z.string().optional(),
+    env_version: z.string().nullish(),
+    env_args: z.record(z.string(), z.unknown()).nullish(),
+    model: z.string().optional(),
+    base_url: z.string().nullish(),
+    envworker_url: z.string().nullish(),
+    num_examples: z.number().int().nonnegative().optional(),
+    rollouts_per_example: z.number().int().positive().optional(),
+    max_concurrent: z.number().nullish(),
+    seed: z.number().nullish(),
+    split: z.string().nullish(),
+    sampling_args: z.record(z.string(), z.unknown()).nullish(),
+    run_id: z.string().optional(),
+    started_at: z.string().optional(),
+    time_ms: z.number().nullish(),
+    avg_reward: z.number().nullish(),
+    std_reward: z.number().nullish(),
+    pass_at_k: z.record(z.string(), z.number()).nullish(),
+    pass_threshold: z.number().nullish(),
+    errors: z.number().nullish(),
+    usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).partial().nullish(),
+    envworker_version: z.string().nullish(),
+  })
+  .loose();
+export type Meta = z.infer<typeof MetaSchema>;
+
+const num = z.number().nullish().catch(null);
+const MessageSchema = z
+  .object({
+    role: z.string(),
+    content: z.string().nullable().catch(null),
+    tool_calls: z
+      .array(z.object({ id: z.string().catch(""), type: z.string().optional(), function: z.object({ name: z.string().catch("?"), arguments: z.string().catch("") }) }).loose())
+      .optional()
+      .catch(undefined),
+    tool_call_id: z.string().optional().catch(undefined),
+    reasoning_content: z.string().optional().catch(undefined),
+  })
+  .loose();
+
+/** A results.jsonl row, leniently: what the viewer shows; anything else is kept as it is. */
+const RowSchema = z
+  .object({
+    example_id: z.number().int().nonnegative(),
+    rollout: z.number().int().nonnegative(),
+    reset: z.record(z.string(), z.unknown()).nullish().catch(null),
+    episode_id: z.string().nullish().catch(null),
+    prompt: z.array(MessageSchema).catch([]),
+    completion: z.array(MessageSchema).catch([]),
+    answer: z.unknown().optional(),
+    info: z.unknown().optional(),
+    env_info: z.record(z.string(), z.unknown()).nullish().catch(null),
+    reward: num,
+    metrics: z.record(z.string(), z.number()).nullish().catch(null),
+    done: z.boolean().catch(false),
+    truncated: z.boolean().catch(false),
+    turns: z.number().int().nonnegative().catch(0),
+    error: z.string().nullish().catch(null),
+    retries: z.number().catch(0),
+    timing: z.record(z.string(), z.number()).nullish().catch(null),
+    usage: z.object({ prompt_tokens: num, completion_tokens: num, total_tokens: num }).nullish().catch(null),
+  })
+  .loose();
+export type Row = z.infer<typeof RowSchema>;
+export type RowMessage = z.infer<typeof MessageSchema>;
+
+export interface RowSummary {
+  example_id: number;
+  rollout: number;
+  reward: number | null;
+  metrics: Record<string, number> | null;
+  error: string | null;
+  turns: number;
+  done: boolean;
+  truncated: boolean;
+  total_ms: number | null;
+  tokens: number;
+  /** The last user message of the prompt, cut short: what the example asks. */
+  prompt: string;
+  /** Where the row's line is in results.jsonl. */
+  offset: number;
+  length: number;
+}
+
+export interface Run {
+  /** `{group}/{name}`: the run's directory under the root. */
+  id: string;
+  group: string;
+  name: string;
+  dir: string;
+  meta: Meta;
+  env: string;
+  model: string;
+  /** metadata.json has the results (the run finished). */
+  complete: boolean;
+  /** Rollouts in example order. */
+  rows: RowSummary[];
+  /** Lines of results.jsonl that are not a readable row. */
+  badLines: number;
+  /** Changes whenever the run's files do. */
+  version: string;
+}
+
+interface Cache {
+  ino: number;
+  parsed: number;
+  rows: Map<string, RowSummary>;
+  bad: number;
+  metaMtime: number;
+  meta: Meta;
+  metaOk: boolean;
+}
+
+const CHUNK = 1 << 20;
+const PROMPT_EXCERPT = 240;
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
+}
+
+/** Calls `line` for every complete line of [start, end); returns where the last one ended. */
+async function scanLines(path: string, start: number, end: number, line: (text: Buffer, offset: number) => void): Promise<number> {
+  const fh = await open(path, "r");
+  try {
+    let pos = start;
+    // The start of a line that has not ended yet, in pieces: joined once, when it ends.
+    let pending: Buffer[] = [];
+    let lineStart = start;
+    while (pos < end) {
+      const buf = Buffer.alloc(Math.min(CHUNK, end - pos));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+      if (bytesRead === 0) break;
+      const data = buf.subarray(0, bytesRead);
+      let from = 0;
+      for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, from)) {
+        const piece = data.subarray(from, nl);
+        line(pending.length ? Buffer.concat([...pending, piece]) : piece, lineStart);
+        pending = [];
+        from = nl + 1;
+        lineStart = pos + from;
+      }
+      if (from < data.length) pending.push(data.subarray(from));
+      pos += bytesRead;
+    }
+    return lineStart;
+  } finally {
+    await fh.close();
+  }
+}
+
+export class RunStore {
+  private cache = new Map<string, Cache>();
+
+  constructor(readonly root: string) {}
+
+  /** Every run under the root, newest first. */
+  async list(): Promise<Run[]> {
+    const runs: Run[] = [];
+    for (const group of await subdirs(this.root)) {
+      for (const name of await subdirs(join(this.root, group))) {
+        const run = await this.load(group, name);
+        if (run) runs.push(run);
+      }
+    }
+    return runs.sort((a, b) => (b.meta.started_at ?? b.name).localeCompare(a.meta.started_at ?? a.name));
+  }
+
+  /** A run by id; undefined unless it is a run directory under the root. */
+  async get(id: string): Promise<Run | undefined> {
+    const m = /^([^/\\]+)\/([^/\\]+)$/.exec(id);
+    if (!m || m[1]!.startsWith(".") || m[2]!.startsWith(".")) return undefined;
+    // Only a name the root really lists: an id never becomes a path by itself.
+    if (!(await subdirs(this.root)).includes(m[1]!)) return undefined;
+    if (!(await subdirs(join(this.root, m[1]!))).includes(m[2]!)) return undefined;
+    return this.load(m[1]!, m[2]!);
+  }
+
+  /** One rollout's whole row (its transcript). */
+  async row(run: Run, exampleId: number, rollout: number): Promise<Row | undefined> {
+    const s = run.rows.find((r) => r.example_id === exampleId && r.rollout === rollout);
+    if (!s) return undefined;
+    const fh = await open(join(run.dir, "results.jsonl"), "r");
+    try {
+      const buf = Buffer.alloc(s.length);
+      await fh.read(buf, 0, s.length, s.offset);
+      const parsed = RowSchema.safeParse(JSON.parse(buf.toString("utf8")));
+      return parsed.success ? parsed.data : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async load(group: string, name: string): Promise<Run | undefined> {
+    const dir = join(this.root, group, name);
+    const resultsPath = join(dir, "results.jsonl");
+    const metaPath = join(dir, "metadata.json");
+    const [rs, ms] = await Promise.all([stat(resultsPath).catch(() => null), stat(metaPath).catch(() => null)]);
+    if (!rs && !ms) return undefined;
+    const id = `${group}/${name}`;
+    let c = this.cache.get(id);
+    if (!c || (rs && (rs.ino !== c.ino || rs.size < c.parsed))) {
+      c = { ino: rs?.ino ?? 0, parsed: 0, rows: new Map(), bad: 0, metaMtime: -1, meta: {}, metaOk: false };
+      this.cache.set(id, c);
+    }
+    if (rs && rs.size > c.parsed) {
+      const cache = c;
+      cache.parsed = await scanLines(resultsPath, cache.parsed, rs.size, (text, offset) => {
+        if (text.length === 0) return;
+        let row: Row | undefined;
+        try {
+          const parsed = RowSchema.safeParse(JSON.parse(text.toString("utf8")));
+          if (parsed.success) row = parsed.data;
+        } catch {
+          // not JSON: counted below
+        }
+        if (!row) {
+          cache.bad++;
+          return;
+        }
+        const user = [...row.prompt].reverse().find((m) => m.role === "user");
+        cache.rows.set(`${row.example_id}/${row.rollout}`, {
+          example_id: row.example_id,
+          rollout: row.rollout,
+          reward: typeof row.reward === "number" ? row.reward : null,
+          metrics: row.metrics ?? null,
+          error: row.error ?? null,
+          turns: row.turns,
+          done: row.done,
+          truncated: row.truncated,
+          total_ms: typeof row.timing?.total_ms === "number" ? row.timing.total_ms : null,
+          tokens: row.usage?.total_tokens ?? 0,
+          prompt: clip(user?.content ?? "", PROMPT_EXCERPT),
+          offset,
+          length: text.length,
+        });
+      });
+    }
+    if (ms && ms.mtimeMs !== c.metaMtime) {
+      c.metaMtime = ms.mtimeMs;
+      try {
+        const parsed = MetaSchema.safeParse(JSON.parse(await readFile(metaPath, "utf8")));
+        c.meta = parsed.success ? parsed.data : {};
+        c.metaOk = parsed.success;
+      } catch {
+        // Being replaced right now, or not JSON: keep what was read before.
+      }
+    }
+    const [envFromDir, modelFromDir] = splitGroup(group);
+    const rows = [...c.rows.values()].sort((a, b) => a.example_id - b.example_id || a.rollout - b.rollout);
+    return {
+      id,
+      group,
+      name,
+      dir,
+      meta: c.meta,
+      env: c.meta.env ?? envFromDir,
+      model: c.meta.model ?? modelFromDir,
+      complete: typeof c.meta.avg_reward === "number",
+      rows,
+      badLines: c.bad,
+      version: `${rs?.ino ?? 0}:${rs?.size ?? 0}:${ms?.mtimeMs ?? 0}`,
+    };
+  }
+}
+
+/** `{env}--{model with / as --}` → [env, model], for a run whose metadata is not there yet. */
+function splitGroup(group: string): [string, string] {
+  const i = group.indexOf("--");
+  return i === -1 ? [group, "?"] : [group.slice(0, i), group.slice(i + 2).replaceAll("--", "/")];
+}
+
+async function subdirs(dir: string): Promise<string[]> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries.filter((e) => e.isDirectory() && !e.name.startsWith(".")).map((e) => e.name).sort();
+  } catch {
+    return [];
+  }
+}
