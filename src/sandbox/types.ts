@@ -40,6 +40,19 @@ export interface RunOptions extends Partial<RunLimits> {
   globals?: Record<string, JsonValue>;
   /** Exposed to the guest as the global string `stdin` ("" when not given). */
   stdin?: string;
+  /**
+   * Fair-queue key (an episode id, a client): runs wait for a slot in one queue per key and keys
+   * take turns, so one key's backlog cannot starve another key. Default: one shared queue.
+   * Usually set through `scopedSandbox`, not by environment code.
+   */
+  queueKey?: string;
+  /**
+   * The caller gave up when this aborts: a queued run leaves the queue, a running one is stopped;
+   * either way the run resolves as `ok: false` with error name `CancelledError`.
+   */
+  signal?: AbortSignal;
+  /** Called once when the run leaves the queue and starts: its time limit counts from here. */
+  onStart?: () => void;
 }
 
 /** `{name, message}` of a failed run; for guest errors both were computed inside the sandbox. */
@@ -47,7 +60,8 @@ export interface RunError {
   /**
    * The guest's error name (`TypeError`, `SyntaxError`, ...) or one of the host's:
    * `TimeoutError`, `MemoryLimitError`, `OutputLimitError` (result too large),
-   * `UnsettledPromiseError` (the result promise can never settle), `SandboxError` (host failure).
+   * `UnsettledPromiseError` (the result promise can never settle), `CancelledError` (the caller's
+   * signal aborted), `SandboxError` (host failure).
    */
   name: string;
   message: string;
