@@ -61,6 +61,8 @@ class Host {
   readonly ready: Promise<void>;
   /** Memory the host holds when idle (from its ready message). */
   private idleBytes = 0;
+  /** Memory the host held when it last said (RSS of a process; wasm memory of a QuickJS thread). */
+  lastBytes = 0;
   private current: { job: Job; started: number; finished: () => void } | undefined;
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
@@ -76,6 +78,7 @@ class Host {
     handle.keepAlive(true);
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
+        this.lastBytes = message.bytes;
         if (message.type === "ready") {
           this.idleBytes = message.bytes;
           if (!this.current) handle.keepAlive(false);
@@ -239,6 +242,21 @@ export class HostPoolSandbox implements Sandbox {
       }
     });
     return Promise.race([answered, slot]);
+  }
+
+  /**
+   * Memory held by the live hosts, as each last reported it (RSS of each isolated-vm process; wasm
+   * memory of each QuickJS thread). For metrics and memory budgets.
+   */
+  memoryBytes(): number {
+    let total = 0;
+    for (const host of this.all) if (!host.dead) total += host.lastBytes;
+    return total;
+  }
+
+  /** Hosts alive now (started, idle or busy). */
+  get hosts(): number {
+    return this.all.size;
   }
 
   async dispose(): Promise<void> {

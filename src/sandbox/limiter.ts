@@ -28,6 +28,8 @@ export class Limiter {
   /** Keys in turn order: the key at the front is served next, then moves to the back. */
   private readonly queues = new Map<string, Waiter[]>();
   private waiting = 0;
+  /** Waiters per signal: one abort listener per signal, however many runs share it (an episode's). */
+  private readonly bySignal = new WeakMap<AbortSignal, Set<Waiter>>();
 
   constructor(readonly max: number) {
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`max concurrency must be a positive integer, got ${max}`);
@@ -57,10 +59,9 @@ export class Limiter {
 
   private enqueue(key: string, signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const onAbort = () => waiter.cancel();
       const waiter: Waiter = {
         start: () => {
-          signal?.removeEventListener("abort", onAbort);
+          if (signal) this.bySignal.get(signal)?.delete(waiter);
           resolve();
         },
         cancel: () => {
@@ -77,8 +78,25 @@ export class Limiter {
       if (!queue) this.queues.set(key, (queue = []));
       queue.push(waiter);
       this.waiting++;
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal) this.watch(signal, waiter);
     });
+  }
+
+  private watch(signal: AbortSignal, waiter: Waiter): void {
+    let waiters = this.bySignal.get(signal);
+    if (!waiters) {
+      const set = new Set<Waiter>();
+      this.bySignal.set(signal, (waiters = set));
+      signal.addEventListener(
+        "abort",
+        () => {
+          this.bySignal.delete(signal);
+          for (const w of set) w.cancel();
+        },
+        { once: true },
+      );
+    }
+    waiters.add(waiter);
   }
 
   /** Hands the finished task's slot to the next key's oldest waiter (active stays the same), or frees it. */
