@@ -203,6 +203,17 @@ describe("sandbox lifecycle and configuration", () => {
     await s.dispose();
   });
 
+  it("Node backends report the memory their threads/processes hold", async () => {
+    for (const kind of ["isolated-vm", "quickjs"] as const) {
+      const s = createSandbox(kind, { maxConcurrency: 1 });
+      expect(s.memoryBytes?.()).toBe(0); // nothing started yet
+      expect((await s.run("1")).ok).toBe(true);
+      expect(s.memoryBytes!()).toBeGreaterThan(8 * 1024 * 1024);
+      await s.dispose();
+    }
+    expect(createQuickJSSandbox().memoryBytes()).toBe(0);
+  });
+
   it("DEFAULT_LIMITS are 1 s, 64 MiB, 64 KiB of output", () => {
     expect(DEFAULT_LIMITS).toMatchObject({ timeoutMs: 1000, memoryMb: 64, maxOutputBytes: 65536 });
     expect(DEFAULT_LIMITS.stackKb).toBeLessThanOrEqual(384);

@@ -53,7 +53,7 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
       timer = setTimeout(fire, Math.max(0, remaining));
     },
     stop() {
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimeout(timer);
       timer = undefined;
       remaining = Infinity;
     },

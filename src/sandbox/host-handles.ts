@@ -74,7 +74,8 @@ export function processHost(entry: URL, execArgv: string[]): HostHandle {
   };
   // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
   child.on("close", (code, signal) => {
-    const last = stderrTail.split("\n").find((line) => OUT_OF_MEMORY.test(line))?.trim() ?? stderrTail.trim().split("\n").at(-1) ?? "";
+    const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
+    const last = line.replace(/^[#\s]+/, "").trim();
     const how = signal ? `signal ${signal}` : `exit code ${code}`;
     end({ why: last ? `${how}: ${last.slice(0, 300)}` : how, outOfMemory: OUT_OF_MEMORY.test(stderrTail) });
   });

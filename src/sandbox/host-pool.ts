@@ -22,6 +22,8 @@ import { memoryError, timeoutError } from "./report.ts";
 import type { JsonValue, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
 
 const MiB = 1024 * 1024;
+/** Longest a thread/process may take to start (load the engine, warm it) before it is killed. */
+const START_TIMEOUT_MS = 60_000;
 
 export interface MemoryPolicy {
   /** How far a host may grow past its idle size while running before it is killed (undefined: not watched). */
@@ -76,10 +78,14 @@ class Host {
   ) {
     // Keep the server's process alive while a host starts or serves a run, not while it idles.
     handle.keepAlive(true);
+    // A host that never says it is ready (stuck loading) is not waited for forever.
+    const startTimer = setTimeout(() => handle.kill(), START_TIMEOUT_MS);
+    startTimer.unref();
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
         this.lastBytes = message.bytes;
         if (message.type === "ready") {
+          clearTimeout(startTimer);
           this.idleBytes = message.bytes;
           if (!this.current) handle.keepAlive(false);
           resolve();

@@ -93,9 +93,15 @@ class LazySandbox implements Sandbox {
     private readonly load: () => Promise<Sandbox>,
   ) {}
 
+  private loaded: Sandbox | undefined;
+
   async run(code: string, options?: RunOptions): Promise<RunResult> {
-    this.backend ??= this.load();
+    this.backend ??= this.load().then((b) => (this.loaded = b));
     return (await this.backend).run(code, options);
+  }
+
+  memoryBytes(): number {
+    return this.loaded?.memoryBytes?.() ?? 0;
   }
 
   async dispose(): Promise<void> {

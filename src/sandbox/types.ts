@@ -87,8 +87,13 @@ export interface Sandbox {
   readonly kind: SandboxKind;
   /** Runs `code` in a fresh context. Rejects only on host misuse (bad options, disposed sandbox). */
   run(code: string, options?: RunOptions): Promise<RunResult>;
-  /** Frees isolates / worker threads. Runs started afterwards reject. */
+  /** Frees isolates / worker threads / child processes. Runs started afterwards reject. */
   dispose(): Promise<void>;
+  /**
+   * Node backends: memory held by the sandbox's threads/processes as they last reported it (RSS of
+   * each isolated-vm process, wasm memory of each QuickJS thread), for memory budgets and metrics.
+   */
+  memoryBytes?(): number;
 }
 
 export type SandboxKind = "isolated-vm" | "quickjs";
