@@ -109,6 +109,12 @@ class Host {
         finished();
         return;
       }
+      if (job.signal?.aborted) {
+        // Gave up while the host was starting: never sent.
+        job.answer(cancelledResult(undefined, 0));
+        finished();
+        return;
+      }
       const started = performance.now();
       this.runs++;
       this.current = { job, started, finished };
