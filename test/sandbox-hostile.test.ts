@@ -117,6 +117,7 @@ describe.each(NODE_BACKENDS)("hostile input: $name", ({ create }) => {
     for (const r of results) expectFailed(r, ["CancelledError"]);
     expect(started).toBe(2); // the queued four never ran
     expect(results.filter((r) => /before it started: client disconnected/.test(r.error!.message))).toHaveLength(4);
+    expect(results.filter((r) => /while running: client disconnected/.test(r.error!.message))).toHaveLength(2);
     await healthy();
     await healthy();
     // Already aborted: not even queued.

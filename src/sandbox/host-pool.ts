@@ -111,7 +111,7 @@ class Host {
       }
       if (job.signal?.aborted) {
         // Gave up while the host was starting: never sent.
-        job.answer(cancelledResult(undefined, 0));
+        job.answer(cancelledResult(job.signal, 0));
         finished();
         return;
       }
@@ -129,7 +129,7 @@ class Host {
       }, timeoutMs + this.options.watchdogSlackMs);
       const onAbort = () => {
         if (this.current?.job !== job) return;
-        job.answer(cancelledResult(undefined, performance.now() - started));
+        job.answer(cancelledResult(job.signal, performance.now() - started));
         // The host may finish the run on its own terms; it stays busy (and watched) until then.
         if (this.options.cooperativeCancel) this.handle.post({ type: "cancel", id: job.id });
         else this.kill();

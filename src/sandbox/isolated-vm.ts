@@ -100,7 +100,7 @@ export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, sig
     }, Math.max(0, limits.timeoutMs - prep.spentMs) + REPORT_GRACE_MS + WATCHDOG_SLACK_MS);
     onAbort = () => {
       stop();
-      resolve(cancelledResult(undefined, performance.now() - started));
+      resolve(cancelledResult(signal, performance.now() - started));
     };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });

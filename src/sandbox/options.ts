@@ -4,6 +4,7 @@
  * error result) and serialise the guest's inputs once, as JSON, so nothing host-side is ever shared.
  */
 import { CancelledError } from "./limiter.ts";
+import { timeoutError } from "./report.ts";
 import { DEFAULT_LIMITS, type RunLimits, type RunOptions, type RunResult } from "./types.ts";
 import { stripTypes } from "./typescript.ts";
 
@@ -75,6 +76,11 @@ export function prepareRun(code: string, options: RunOptions = {}): Preparation 
     const stripped = stripTypes(code);
     spentMs = performance.now() - started;
     if (!stripped.ok) return { ok: false, result: errorResult(stripped.name, stripped.message, spentMs) };
+    if (spentMs >= limits.timeoutMs) {
+      const error = timeoutError(limits);
+      error.message += " (stripping the TypeScript types took all of it)";
+      return { ok: false, result: { ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: spentMs } };
+    }
     source = stripped.code;
   }
   return { ok: true, run: { limits, source, configJson, spentMs } };
@@ -84,10 +90,15 @@ export function errorResult(name: string, message: string, elapsedMs: number, st
   return { ok: false, result: null, stdout, stderr, error: { name, message }, elapsedMs };
 }
 
-/** The result of a run whose caller gave up (a CancelledError from the queue, or a stop while running). */
-export function cancelledResult(err: unknown, elapsedMs = 0): RunResult {
-  const message = err instanceof CancelledError ? err.message : "the run was cancelled while running: its caller gave up";
-  return errorResult("CancelledError", message, elapsedMs);
+/**
+ * The result of a run whose caller gave up: `cause` is the queue's CancelledError, or, for a run
+ * stopped while running, the signal that aborted.
+ */
+export function cancelledResult(cause: CancelledError | AbortSignal | undefined, elapsedMs = 0): RunResult {
+  if (cause instanceof CancelledError) return errorResult("CancelledError", cause.message, elapsedMs);
+  const reason: unknown = cause?.reason;
+  const why = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "its caller gave up";
+  return errorResult("CancelledError", `the run was cancelled while running: ${why}`, elapsedMs);
 }
 
 /** `limiter.run` for a sandbox run: queue under the run's key and signal; a cancelled wait becomes a result. */
