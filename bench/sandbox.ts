@@ -1,14 +1,23 @@
 /**
- * Runs per second of each sandbox backend on a small snippet (a loop summing 1..1000 and a
- * console.log), against what a user would otherwise write: spawning `node -e` per execution,
- * measured in the same run. Sequential runs (one at a time) show the cost of one execution;
- * the concurrent row shows isolated-vm's pool using every CPU.
+ * Runs per second and median latency of each sandbox backend on a small snippet (a loop summing
+ * 1..1000 and a console.log), against two baselines measured in the same run:
  *
- *   node --no-node-snapshot --import tsx bench/sandbox.ts
+ * - what a user would otherwise write: spawning `node -e` per execution;
+ * - isolated-vm in the server's own process (the old default, which a V8 fatal error in a guest
+ *   takes down with the server), to show what running it in supervised child processes costs.
+ *
+ * Sequential rows (one run at a time) show the cost of one execution; the concurrent rows show a
+ * pool using every CPU. The memory table shows what each Node backend holds when idle after the
+ * runs: this process's RSS growth plus the RSS of its child processes / the wasm memory of its
+ * threads (as they last reported it).
+ *
+ *   npm run bench -- sandbox      (node --no-node-snapshot --import tsx bench/run.ts sandbox)
  */
 import { execFile } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { promisify } from "node:util";
+import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
 import { createQuickJSThreadSandbox } from "../src/sandbox/quickjs-thread.ts";
 import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
@@ -18,24 +27,32 @@ import { fmt } from "./server.ts";
 const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
 const ITERATIONS = Number(process.env.BENCH_SANDBOX_RUNS ?? 2000);
 const NODE_ITERATIONS = Number(process.env.BENCH_SANDBOX_NODE_RUNS ?? 20);
+const MiB = 1024 * 1024;
 
 interface Row {
   name: string;
   runsPerSec: number;
-  msPerRun: number;
+  /** Median latency of one run as its caller sees it (queueing included). */
+  p50Ms: number;
 }
 
 async function measure(name: string, iterations: number, once: () => Promise<void>, concurrency = 1): Promise<Row> {
   for (let i = 0; i < Math.min(20, iterations); i++) await once(); // warm-up: JIT, pools, threads
   let next = 0;
+  const latencies: number[] = [];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next++ < iterations) await once();
+      while (next++ < iterations) {
+        const t = performance.now();
+        await once();
+        latencies.push(performance.now() - t);
+      }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { name, runsPerSec: iterations / seconds, msPerRun: (seconds * 1000 * concurrency) / iterations };
+  latencies.sort((a, b) => a - b);
+  return { name, runsPerSec: iterations / seconds, p50Ms: latencies[Math.floor(latencies.length / 2)]! };
 }
 
 function sandboxRun(sandbox: Sandbox): () => Promise<void> {
@@ -55,29 +72,60 @@ async function nodeDashE(): Promise<void> {
   if (!stdout.endsWith("500500\n")) throw new Error(`unexpected output ${stdout}`);
 }
 
+interface MemoryRow {
+  name: string;
+  hosts: number;
+  /** Growth of this process's RSS since the backend was created. */
+  ownMiB: number;
+  /** What the backend's threads/processes hold (RSS of a child; wasm memory of a QuickJS thread). */
+  hostsMiB: number;
+}
+
 export async function benchSandbox(): Promise<void> {
   const cpus = availableParallelism();
   console.log(`\n## Sandbox (snippet: sum 1..1000 + console.log; ${ITERATIONS} runs per backend, ${NODE_ITERATIONS} for node -e)`);
   const rows: Row[] = [];
+  const memory: MemoryRow[] = [];
   rows.push(await measure("node -e per execution (child_process.execFile)", NODE_ITERATIONS, nodeDashE));
 
   const quickjs = createQuickJSSandbox();
-  rows.push(await measure("QuickJS in-process, fresh runtime per run", ITERATIONS, sandboxRun(quickjs)));
+  rows.push(await measure("QuickJS in-process, fresh runtime per run (Workers)", ITERATIONS, sandboxRun(quickjs)));
   await quickjs.dispose();
 
-  const thread = createQuickJSThreadSandbox({ maxConcurrency: 1 });
-  rows.push(await measure("QuickJS in a worker thread (Node default for quickjs)", ITERATIONS, sandboxRun(thread)));
-  await thread.dispose();
+  const pooled = async (name: string, make: () => HostPoolSandbox) => {
+    const rssBefore = process.memoryUsage.rss();
+    const sandbox = make();
+    rows.push(await measure(`${name}, 1 at a time`, ITERATIONS, sandboxRun(sandbox)));
+    rows.push(await measure(`${name}, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox), cpus));
+    memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
+    await sandbox.dispose();
+  };
+  await pooled("QuickJS in worker threads (Node, ENVWORKER_SANDBOX=quickjs)", () => createQuickJSThreadSandbox());
 
-  const ivm = createIsolatedVmSandbox();
-  rows.push(await measure("isolated-vm, warm isolate, fresh context per run", ITERATIONS, sandboxRun(ivm)));
-  rows.push(await measure(`isolated-vm, ${cpus} concurrent runs (pool of ${cpus})`, ITERATIONS, sandboxRun(ivm), cpus));
-  await ivm.dispose();
+  const rssBefore = process.memoryUsage.rss();
+  const inProcess = createIsolatedVmSandbox();
+  const baselineAt = rows.length;
+  rows.push(await measure("isolated-vm in this process (baseline; not used by the server), 1 at a time", ITERATIONS, sandboxRun(inProcess)));
+  rows.push(await measure(`isolated-vm in this process (baseline), ${cpus} concurrent`, ITERATIONS, sandboxRun(inProcess), cpus));
+  memory.push({ name: "isolated-vm in this process", hosts: 0, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: 0 });
+  await inProcess.dispose();
 
-  const baseline = rows[0]!.runsPerSec;
-  console.log("| backend | runs/s | ms per run | vs node -e |");
+  await pooled("isolated-vm in child processes (Node default)", () => createIsolatedVmProcessSandbox());
+
+  const nodeE = rows[0]!;
+  const sequentialBaseline = rows[baselineAt]!;
+  const concurrentBaseline = rows[baselineAt + 1]!;
+  console.log("| backend | runs/s | p50 ms | vs node -e | runs/s vs isolated-vm in-process | p50 vs isolated-vm in-process |");
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: |");
+  for (const r of rows) {
+    const base = r.name.endsWith("concurrent") ? concurrentBaseline : sequentialBaseline;
+    const vsIvm = r === nodeE ? "" : `${(r.runsPerSec / base.runsPerSec).toFixed(2)}x`;
+    const p50 = r === nodeE ? "" : `${(r.p50Ms / base.p50Ms).toFixed(2)}x`;
+    console.log(`| ${r.name} | ${fmt(r.runsPerSec)} | ${fmt(r.p50Ms, 2)} | ${(r.runsPerSec / nodeE.runsPerSec).toFixed(1)}x | ${vsIvm} | ${p50} |`);
+  }
+  console.log("\n| backend (idle, after its runs) | threads/processes | this process's RSS growth MiB | held by its threads/processes MiB |");
   console.log("| --- | ---: | ---: | ---: |");
-  for (const r of rows) console.log(`| ${r.name} | ${fmt(r.runsPerSec)} | ${fmt(r.msPerRun, 2)} | ${(r.runsPerSec / baseline).toFixed(1)}x |`);
+  for (const m of memory) console.log(`| ${m.name} | ${m.hosts} | ${fmt(m.ownMiB)} | ${fmt(m.hostsMiB)} |`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchSandbox();

@@ -1,8 +1,8 @@
 /**
  * `envworker run-code [--lang javascript|python] [--backend B] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]`
  *
- * Runs FILE (or stdin) in the sandbox and prints the RunResult as one JSON line. A guest error is
- * still a successful command (exit 0, `ok: false` in the JSON); bad invocations exit 2.
+ * Runs FILE (or stdin) in the sandbox and prints the RunResult as one JSON line. Exit status 0
+ * when the run succeeded, 1 when it failed (`ok: false`: a guest error, a limit), 2 on usage errors.
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
@@ -14,7 +14,8 @@ Runs JavaScript (TypeScript with --ts or a .ts/.mts/.cts FILE) from FILE, or std
 absent or "-", in the sandbox and prints the result as one JSON line:
   {"ok":true,"result":...,"stdout":"...","stderr":"...","elapsedMs":...}
 The result is the value of the script's last expression (awaited if it is a promise); with
-top-level await, the value it returns. Exit status 0 even when the guest fails; 2 on usage errors.
+top-level await, the value it returns. Exit status: 0 when the run succeeded, 1 when it failed
+(ok: false: an error in the code, a time or memory limit), 2 on usage errors.
 
 --lang python runs Python 3 (a .py FILE implies it) in the Pyodide sandbox: the result is the value
 of the last expression statement; --memory-mb counts above the idle interpreter (~30 MiB).
@@ -107,11 +108,13 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
     }
   }
 
-  const sandbox = lang === "python" ? await pythonSandbox() : createSandbox(backend);
+  const sandbox = lang === "python" ? await pythonSandbox() : createSandbox(backend, { maxConcurrency: 1 });
+  // Disposing stops the sandbox's threads/processes, so nothing keeps this process alive afterwards.
+
   try {
     const result = await sandbox.run(code, { ...(lang === "python" ? {} : { ts }), ...(stdin !== undefined ? { stdin } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(memoryMb ? { memoryMb } : {}) });
     process.stdout.write(`${JSON.stringify(result)}\n`);
-    return 0;
+    return result.ok ? 0 : 1;
   } finally {
     await sandbox.dispose();
   }

@@ -7,6 +7,8 @@
 import type { ToolCall, ToolMessage } from "./messages.ts";
 import type { Services } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
+import { anySignal } from "../sandbox/scope.ts";
+import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 
 export const TOOL_ERROR_PREFIX = "Error:";
 
@@ -24,30 +26,110 @@ function render(value: unknown): string {
   return typeof value === "string" ? value : JSON.stringify(value) ?? "null";
 }
 
-/** Run one tool with validated arguments under its time limit. */
-export async function callTool(tool: Tool, args: unknown, services: Services): Promise<ToolOutcome> {
+/**
+ * A clock that stops while the tool waits for a sandbox slot: a tool's time limit counts its own
+ * work, never time spent queued behind other episodes' runs (the sandbox bounds each run itself).
+ */
+function pausableTimer(limitMs: number, onExpire: () => void) {
+  let remaining = limitMs;
+  let since = performance.now();
+  let paused = 0;
+  const fire = () => {
+    timer = undefined;
+    remaining = Infinity; // fired once, never again
+    onExpire();
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(fire, limitMs);
+  return {
+    pause() {
+      if (paused++ > 0 || timer === undefined) return;
+      clearTimeout(timer);
+      timer = undefined;
+      remaining -= performance.now() - since;
+    },
+    resume() {
+      if (--paused > 0 || remaining === Infinity) return;
+      since = performance.now();
+      timer = setTimeout(fire, Math.max(0, remaining));
+    },
+    stop() {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      remaining = Infinity;
+    },
+  };
+}
+
+/**
+ * The tool's view of the sandbox: its runs are cancelled with the tool (time up, caller gone), and
+ * the tool's clock stops while a run waits in the sandbox's queue.
+ */
+function toolSandbox(sandbox: Sandbox, signal: AbortSignal, clock: { pause(): void; resume(): void }): Sandbox {
+  return {
+    kind: sandbox.kind,
+    run: async (code: string, options: RunOptions = {}): Promise<RunResult> => {
+      let started = false;
+      clock.pause();
+      try {
+        return await sandbox.run(code, {
+          ...options,
+          signal: anySignal(signal, options.signal),
+          onStart: () => {
+            started = true;
+            clock.resume();
+            options.onStart?.();
+          },
+        });
+      } finally {
+        if (!started) clock.resume();
+      }
+    },
+    dispose: async () => {},
+  };
+}
+
+/**
+ * Run one tool with validated arguments under its time limit. The limit counts the tool's own
+ * time: waiting for a sandbox slot does not count (the sandbox enforces each run's limit from its
+ * start). When the time is up, or `callerSignal` aborts, the tool's signal aborts and its sandbox
+ * runs are dropped from the queue or stopped.
+ */
+export async function callTool(tool: Tool, args: unknown, services: Services, callerSignal?: AbortSignal): Promise<ToolOutcome> {
   const parsed = tool.parameters.safeParse(args);
   if (!parsed.success) return { ok: false, content: `${TOOL_ERROR_PREFIX} invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}` };
   const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      reject(new Error(`${tool.name} timed out after ${tool.timeoutMs} ms`));
-    }, tool.timeoutMs);
+  let expire!: (err: Error) => void;
+  const timeout = new Promise<never>((_, reject) => (expire = reject));
+  const clock = pausableTimer(tool.timeoutMs, () => {
+    const err = new Error(`${tool.name} timed out after ${tool.timeoutMs} ms`);
+    controller.abort(err);
+    expire(err);
   });
+  const onCallerAbort = () => {
+    const err = new Error(`${tool.name} was cancelled: ${describeReason(callerSignal?.reason)}`);
+    controller.abort(err);
+    expire(err);
+  };
+  if (callerSignal?.aborted) onCallerAbort();
+  else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
+  const ctx = { ...services, signal: controller.signal, sandbox: services.sandbox && toolSandbox(services.sandbox, controller.signal, clock) };
   try {
-    const value = await Promise.race([Promise.resolve().then(() => tool.run(parsed.data, { ...services, signal: controller.signal })), timeout]);
+    const value = await Promise.race([Promise.resolve().then(() => tool.run(parsed.data, ctx)), timeout]);
     return { ok: true, content: render(value) };
   } catch (err) {
     return { ok: false, content: `${TOOL_ERROR_PREFIX} ${err instanceof Error ? err.message : String(err)}` };
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    clock.stop();
+    callerSignal?.removeEventListener("abort", onCallerAbort);
   }
 }
 
+function describeReason(reason: unknown): string {
+  return reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "its caller gave up";
+}
+
 /** Answer each tool call with a tool message carrying its id, in the order of the calls. */
-export async function runToolCalls(tools: readonly Tool[], calls: readonly ToolCall[], services: Services): Promise<ToolMessage[]> {
+export async function runToolCalls(tools: readonly Tool[], calls: readonly ToolCall[], services: Services, signal?: AbortSignal): Promise<ToolMessage[]> {
   const byName = new Map(tools.map((t) => [t.name, t]));
   // Calls of one turn are independent: run them concurrently, answer in order.
   return Promise.all(
@@ -63,7 +145,7 @@ export async function runToolCalls(tools: readonly Tool[], calls: readonly ToolC
       } catch {
         return answer(`${TOOL_ERROR_PREFIX} the arguments of ${tool.name} are not valid JSON: ${call.function.arguments.slice(0, 200)}`);
       }
-      return answer((await callTool(tool, args, services)).content);
+      return answer((await callTool(tool, args, services, signal)).content);
     }),
   );
 }

@@ -16,11 +16,13 @@ export type { JsonValue, RunError, RunLimits, RunOptions, RunResult, Sandbox, Sa
 export { createQuickJSSandbox, QuickJSSandbox, quickjsVariant, type QuickJSSandboxOptions } from "./quickjs.ts";
 export { createDeadline, DEFAULT_CALLS_PER_MS, type Deadline, type DeadlineOptions, type DeadlineStrategy } from "./deadline.ts";
 export { resolveLimits } from "./options.ts";
+export { CancelledError } from "./limiter.ts";
+export { anySignal, scopedSandbox, type SandboxScope } from "./scope.ts";
 
 export const SANDBOX_KINDS: readonly SandboxKind[] = ["isolated-vm", "quickjs"];
 
 export interface CreateSandboxOptions {
-  /** Max concurrent runs (default: number of CPUs on Node, 1 for in-process QuickJS). */
+  /** Max concurrent runs = threads/processes (default: number of CPUs on Node, 1 for in-process QuickJS). */
   maxConcurrency?: number;
   /** Options of the in-process QuickJS sandbox (Workers: pass `wasmModule` here). */
   quickjs?: QuickJSSandboxOptions;
@@ -44,9 +46,10 @@ export function createSandbox(kind: SandboxKind = sandboxKindFromEnv(), options:
   switch (kind) {
     case "isolated-vm":
       if (!isNode()) throw new Error("the isolated-vm sandbox needs Node.js");
+      // Out of process: a V8 fatal error in an isolate aborts the process hosting it.
       return new LazySandbox(kind, async () => {
-        const m = (await importNodeOnly("./isolated-vm.ts")) as typeof import("./isolated-vm.ts");
-        return m.createIsolatedVmSandbox({ maxConcurrency });
+        const m = (await importNodeOnly("./isolated-vm-process.ts")) as typeof import("./isolated-vm-process.ts");
+        return m.createIsolatedVmProcessSandbox({ maxConcurrency });
       });
     case "quickjs":
       if (isNode() && options.quickjsThreads !== false) {
@@ -90,9 +93,15 @@ class LazySandbox implements Sandbox {
     private readonly load: () => Promise<Sandbox>,
   ) {}
 
+  private loaded: Sandbox | undefined;
+
   async run(code: string, options?: RunOptions): Promise<RunResult> {
-    this.backend ??= this.load();
+    this.backend ??= this.load().then((b) => (this.loaded = b));
     return (await this.backend).run(code, options);
+  }
+
+  memoryBytes(): number {
+    return this.loaded?.memoryBytes?.() ?? 0;
   }
 
   async dispose(): Promise<void> {

@@ -12,7 +12,7 @@ import type ivm from "isolated-vm";
 import { wrapAsync } from "./guest.ts";
 import { IsolatePool, type PooledIsolate } from "./isolate-pool.ts";
 import { Limiter } from "./limiter.ts";
-import { errorResult, prepareRun, type PreparedRun } from "./options.ts";
+import { cancelledResult, errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
 import { memoryError, toRunResult, type RunEnding } from "./report.ts";
 import type { RunError, RunOptions, RunResult, Sandbox } from "./types.ts";
 
@@ -49,12 +49,12 @@ export class IsolatedVmSandbox implements Sandbox {
     if (this.disposed) throw new Error("sandbox is disposed");
     const prepared = prepareRun(code, options);
     if (!prepared.ok) return prepared.result;
-    return this.limiter.run(async () => {
+    return queued(this.limiter, options, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
       const pooled = this.pool.acquire(prepared.run.limits.memoryMb);
       try {
         pooled.runs++;
-        return await runInContext(pooled, prepared.run);
+        return await runInContext(pooled, prepared.run, options.signal);
       } finally {
         this.pool.release(pooled);
       }
@@ -72,27 +72,38 @@ export function createIsolatedVmSandbox(options: IsolatedVmSandboxOptions = {}):
 }
 
 /** One run in a fresh context of a pooled isolate (exported for tests). */
-export async function runInContext(pooled: PooledIsolate, prep: PreparedRun): Promise<RunResult> {
+export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, signal?: AbortSignal): Promise<RunResult> {
   const { isolate } = pooled;
   const { limits } = prep;
-  const started = performance.now();
+  const started = performance.now() - prep.spentMs;
 
   // Watchdog. Every call below has its own timeout, but V8 can also keep an isolate busy where no
   // timeout reaches: compiling (deeply nested blocks compile in quadratic time), or guest code in
   // tasks of V8's own (a FinalizationRegistry callback; the prelude removes the ones known, see
   // guest.ts). If the run is not over by its deadline plus slack, it ends as a TimeoutError right
   // away and the isolate is disposed (which stops what it runs; the pool replaces it).
+  // A caller that gave up (signal) stops the run the same way.
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = () => {
+    pooled.broken = true;
+    try {
+      isolate.dispose();
+    } catch {
+      // Already gone.
+    }
+  };
   const watchdog = new Promise<RunResult>((resolve) => {
     timer = setTimeout(() => {
-      pooled.broken = true;
-      try {
-        isolate.dispose();
-      } catch {
-        // Already gone.
-      }
+      stop();
       resolve(toRunResult(undefined, { limits, elapsedMs: performance.now() - started, timedOut: true }));
-    }, limits.timeoutMs + REPORT_GRACE_MS + WATCHDOG_SLACK_MS);
+    }, Math.max(0, limits.timeoutMs - prep.spentMs) + REPORT_GRACE_MS + WATCHDOG_SLACK_MS);
+    onAbort = () => {
+      stop();
+      resolve(cancelledResult(signal, performance.now() - started));
+    };
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
   });
   const guarded = runGuarded(pooled, prep, started);
   guarded.catch(() => {}); // may settle after the watchdog answered; nobody listens then
@@ -100,6 +111,7 @@ export async function runInContext(pooled: PooledIsolate, prep: PreparedRun): Pr
     return await Promise.race([guarded, watchdog]);
   } finally {
     clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
   }
 }
 

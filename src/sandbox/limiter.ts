@@ -1,29 +1,123 @@
 /**
- * Concurrency cap: at most `max` runs at once, the rest wait in FIFO order. A flood of runs then
- * costs a queue entry each instead of an isolate (or a QuickJS heap) each.
+ * Concurrency cap with fair queueing: at most `max` tasks run at once; the rest wait in one queue
+ * per key (an episode, a client), and free slots go to the keys in turn (round-robin), FIFO within
+ * a key. One key's backlog of twenty runaway runs then delays another key's single run by at most
+ * one run per slot, not by the whole backlog. A waiter whose signal aborts leaves the queue at once
+ * (its `run` rejects with a CancelledError) and never runs.
  */
+
+export interface QueueOptions {
+  /** Queue to wait in (default: the shared unnamed queue). */
+  key?: string;
+  /** Aborting it removes the task from the queue; a task already running is told through it. */
+  signal?: AbortSignal;
+}
+
+/** Thrown (and, by the sandboxes, reported as error name "CancelledError") when a caller gave up. */
+export class CancelledError extends Error {
+  override readonly name = "CancelledError";
+}
+
+interface Waiter {
+  start(): void;
+  cancel(): void;
+}
+
 export class Limiter {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  /** Keys in turn order: the key at the front is served next, then moves to the back. */
+  private readonly queues = new Map<string, Waiter[]>();
+  private waiting = 0;
+  /** Waiters per signal: one abort listener per signal, however many runs share it (an episode's). */
+  private readonly bySignal = new WeakMap<AbortSignal, Set<Waiter>>();
 
   constructor(readonly max: number) {
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`max concurrency must be a positive integer, got ${max}`);
   }
 
+  /** Tasks waiting for a slot, over all keys. */
   get pending(): number {
-    return this.waiting.length;
+    return this.waiting;
   }
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
+  /** Tasks waiting under `key`. */
+  pendingFor(key: string): number {
+    return this.queues.get(key)?.length ?? 0;
+  }
+
+  async run<T>(task: () => Promise<T>, options: QueueOptions = {}): Promise<T> {
+    const { signal } = options;
+    if (signal?.aborted) throw cancelled(signal);
+    if (this.active < this.max && this.waiting === 0) this.active++;
+    else await this.enqueue(options.key ?? "", signal);
     try {
       return await task();
     } finally {
-      // Hand the slot straight to the next waiter (active stays the same), or free it.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      this.handOver();
     }
   }
+
+  private enqueue(key: string, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        start: () => {
+          if (signal) this.bySignal.get(signal)?.delete(waiter);
+          resolve();
+        },
+        cancel: () => {
+          const queue = this.queues.get(key);
+          const at = queue?.indexOf(waiter) ?? -1;
+          if (at < 0) return; // already started
+          queue!.splice(at, 1);
+          this.waiting--;
+          if (queue!.length === 0) this.queues.delete(key);
+          reject(cancelled(signal));
+        },
+      };
+      let queue = this.queues.get(key);
+      if (!queue) this.queues.set(key, (queue = []));
+      queue.push(waiter);
+      this.waiting++;
+      if (signal) this.watch(signal, waiter);
+    });
+  }
+
+  private watch(signal: AbortSignal, waiter: Waiter): void {
+    let waiters = this.bySignal.get(signal);
+    if (!waiters) {
+      const set = new Set<Waiter>();
+      this.bySignal.set(signal, (waiters = set));
+      signal.addEventListener(
+        "abort",
+        () => {
+          this.bySignal.delete(signal);
+          for (const w of set) w.cancel();
+        },
+        { once: true },
+      );
+    }
+    waiters.add(waiter);
+  }
+
+  /** Hands the finished task's slot to the next key's oldest waiter (active stays the same), or frees it. */
+  private handOver(): void {
+    const next = this.queues.entries().next();
+    if (next.done) {
+      this.active--;
+      return;
+    }
+    const [key, queue] = next.value;
+    const waiter = queue.shift()!;
+    this.waiting--;
+    // Rotate: this key goes to the back of the turn order (or leaves it when it has nobody left).
+    this.queues.delete(key);
+    if (queue.length > 0) this.queues.set(key, queue);
+    waiter.start();
+  }
+}
+
+function cancelled(signal: AbortSignal | undefined): CancelledError {
+  const reason = signal?.reason;
+  const why = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "its caller gave up";
+  return new CancelledError(`the run was cancelled before it started: ${why}`);
 }

@@ -3,6 +3,8 @@
  * caller bug, so it throws), strip TypeScript (a bad program is the guest's problem, so it becomes an
  * error result) and serialise the guest's inputs once, as JSON, so nothing host-side is ever shared.
  */
+import { CancelledError } from "./limiter.ts";
+import { timeoutError } from "./report.ts";
 import { DEFAULT_LIMITS, type RunLimits, type RunOptions, type RunResult } from "./types.ts";
 import { stripTypes } from "./typescript.ts";
 
@@ -43,6 +45,8 @@ export interface PreparedRun {
   /** JavaScript to run (types already stripped). */
   source: string;
   configJson: string;
+  /** Time already spent preparing (type stripping), counted against the run's time limit. */
+  spentMs: number;
 }
 
 export type Preparation = { ok: true; run: PreparedRun } | { ok: false; result: RunResult };
@@ -51,6 +55,7 @@ export function prepareRun(code: string, options: RunOptions = {}): Preparation 
   if (typeof code !== "string") throw new TypeError("sandbox: code must be a string");
   const limits = resolveLimits(options);
   if (options.stdin !== undefined && typeof options.stdin !== "string") throw new TypeError("sandbox: stdin must be a string");
+  if (options.queueKey !== undefined && typeof options.queueKey !== "string") throw new TypeError("sandbox: queueKey must be a string");
   const globals = options.globals ?? {};
   if (typeof globals !== "object" || globals === null || Array.isArray(globals)) throw new TypeError("sandbox: globals must be an object");
   const config: GuestConfig = {
@@ -63,14 +68,55 @@ export function prepareRun(code: string, options: RunOptions = {}): Preparation 
   const configJson = JSON.stringify(config);
 
   let source = code;
+  let spentMs = 0;
   if (options.ts) {
+    // Stripping cost grows with the input (quadratically on some inputs): it must only ever run
+    // where a watchdog can stop it (a sandbox thread or process), or on Workers under the CPU limit.
+    const started = performance.now();
     const stripped = stripTypes(code);
-    if (!stripped.ok) return { ok: false, result: errorResult(stripped.name, stripped.message, 0) };
+    spentMs = performance.now() - started;
+    if (!stripped.ok) return { ok: false, result: errorResult(stripped.name, stripped.message, spentMs) };
+    if (spentMs >= limits.timeoutMs) {
+      const error = timeoutError(limits);
+      error.message += " (stripping the TypeScript types took all of it)";
+      return { ok: false, result: { ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: spentMs } };
+    }
     source = stripped.code;
   }
-  return { ok: true, run: { limits, source, configJson } };
+  return { ok: true, run: { limits, source, configJson, spentMs } };
 }
 
 export function errorResult(name: string, message: string, elapsedMs: number, stdout = "", stderr = ""): RunResult {
   return { ok: false, result: null, stdout, stderr, error: { name, message }, elapsedMs };
+}
+
+/**
+ * The result of a run whose caller gave up: `cause` is the queue's CancelledError, or, for a run
+ * stopped while running, the signal that aborted.
+ */
+export function cancelledResult(cause: CancelledError | AbortSignal | undefined, elapsedMs = 0): RunResult {
+  if (cause instanceof CancelledError) return errorResult("CancelledError", cause.message, elapsedMs);
+  const reason: unknown = cause?.reason;
+  const why = reason instanceof Error ? reason.message : typeof reason === "string" ? reason : "its caller gave up";
+  return errorResult("CancelledError", `the run was cancelled while running: ${why}`, elapsedMs);
+}
+
+/** `limiter.run` for a sandbox run: queue under the run's key and signal; a cancelled wait becomes a result. */
+export async function queued(
+  limiter: { run<T>(task: () => Promise<T>, options: { key?: string; signal?: AbortSignal }): Promise<T> },
+  options: RunOptions,
+  task: () => Promise<RunResult>,
+): Promise<RunResult> {
+  try {
+    return await limiter.run(
+      () => {
+        options.onStart?.();
+        return task();
+      },
+      { key: options.queueKey, signal: options.signal },
+    );
+  } catch (err) {
+    if (err instanceof CancelledError) return cancelledResult(err);
+    throw err;
+  }
 }

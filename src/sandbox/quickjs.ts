@@ -26,10 +26,10 @@ import {
 import { createDeadline, defaultClock, type Deadline, type DeadlineStrategy } from "./deadline.ts";
 import { GUEST_PRELUDE, wrapAsync } from "./guest.ts";
 import { Limiter } from "./limiter.ts";
-import { errorResult, prepareRun, type PreparedRun } from "./options.ts";
+import { errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
 import { isCloudflareWorkers } from "./platform.ts";
 import { toRunResult } from "./report.ts";
-import type { RunOptions, RunResult, Sandbox } from "./types.ts";
+import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from "./types.ts";
 
 export interface QuickJSSandboxOptions {
   /**
@@ -67,13 +67,31 @@ const RELEASE_SYNC: QuickJSSyncVariant = (() => {
 })();
 
 /** The sync release variant, pointed at a caller-provided wasm module when there is one. */
-export function quickjsVariant(wasmModule?: WebAssembly.Module): QuickJSSyncVariant {
-  return wasmModule ? newVariant(RELEASE_SYNC, { wasmModule }) : RELEASE_SYNC;
+export function quickjsVariant(wasmModule?: WebAssembly.Module, wasmMemory?: WebAssembly.Memory): QuickJSSyncVariant {
+  if (!wasmModule && !wasmMemory) return RELEASE_SYNC;
+  return newVariant(RELEASE_SYNC, { ...(wasmModule ? { wasmModule } : {}), ...(wasmMemory ? { wasmMemory } : {}) });
+}
+
+const WASM_PAGE = 64 * 1024;
+/** The build's own ceiling for its memory (an imported memory may not declare more). */
+const WASM_MAX_MB = 2048;
+
+/**
+ * Most a QuickJS instance's wasm memory may grow to for runs limited to `memoryMb`. QuickJS's
+ * memory limit counts what it allocates, not what the allocator underneath takes from wasm memory:
+ * measured, `for(;;) a.push(new Array(1e5).fill(1.5))` under a 64 MiB limit grew an uncapped
+ * instance to 2 GiB (the build's maximum) in 7 s; capped, the same run ends as out of memory in
+ * half a second. Wasm memory never shrinks, so this is also what an idle instance can keep.
+ */
+export function wasmMemoryCapMb(memoryMb: number): number {
+  return Math.min(WASM_MAX_MB, 2 * memoryMb + 32);
 }
 
 export class QuickJSSandbox implements Sandbox {
   readonly kind = "quickjs" as const;
   private module: Promise<QuickJSWASMModule> | undefined;
+  private loaded: QuickJSWASMModule | undefined;
+  private moduleCapMb = 0;
   private readonly limiter: Limiter;
   /** How runs are timed: "clock" or "budget" (see deadline.ts). */
   readonly strategy: DeadlineStrategy;
@@ -87,25 +105,25 @@ export class QuickJSSandbox implements Sandbox {
   }
 
   /** Loads (instantiates) the wasm module ahead of the first run. */
-  async warm(): Promise<void> {
-    await this.getModule();
+  async warm(memoryMb = DEFAULT_LIMITS.memoryMb): Promise<void> {
+    await this.getModule(memoryMb);
   }
 
   async run(code: string, options: RunOptions = {}): Promise<RunResult> {
     if (this.disposed) throw new Error("sandbox is disposed");
     const prepared = prepareRun(code, options);
     if (!prepared.ok) return prepared.result;
-    return this.limiter.run(async () => {
-      const module = await this.getModule();
+    return queued(this.limiter, options, async () => {
+      const module = await this.getModule(prepared.run.limits.memoryMb);
       const started = this.now();
       try {
         const { result, healthy } = runInFreshRuntime(module, prepared.run, this.strategy, this.options.interruptCallsPerMs, this.now);
-        if (!healthy) this.module = undefined;
+        if (!healthy) this.dropModule();
         return result;
       } catch (err) {
         // Not a guest error (those are results): the host failed inside QuickJS. The wasm instance
         // is left inconsistent, so the next run gets a new one.
-        this.module = undefined;
+        this.dropModule();
         if (err instanceof RangeError && /call stack/i.test(err.message)) {
           // QuickJS's parser and interpreter recurse on the host's native stack, which its own
           // stack limit does not measure: ~600 nested parentheses exhaust Node's main-thread stack.
@@ -118,19 +136,40 @@ export class QuickJSSandbox implements Sandbox {
 
   async dispose(): Promise<void> {
     this.disposed = true;
-    this.module = undefined;
+    this.dropModule();
   }
 
-  private getModule(): Promise<QuickJSWASMModule> {
+  private dropModule(): void {
+    this.module = undefined;
+    this.loaded = undefined;
+  }
+
+  /** Size of the current wasm instance's memory (wasm memory only grows; 0 before the first run). */
+  memoryBytes(): number {
+    return this.loaded?.getWasmMemory().buffer.byteLength ?? 0;
+  }
+
+  /** The instance for runs limited to `memoryMb`: its wasm memory is capped to match (a new instance when the cap differs). */
+  private getModule(memoryMb: number): Promise<QuickJSWASMModule> {
+    const capMb = wasmMemoryCapMb(memoryMb);
+    if (this.module && this.moduleCapMb !== capMb) this.dropModule();
     if (!this.module) {
-      const loading = newQuickJSWASMModuleFromVariant(quickjsVariant(this.options.wasmModule));
+      const wasmMemory = new WebAssembly.Memory({ initial: Math.min(256, (capMb * 1024 * 1024) / WASM_PAGE), maximum: (capMb * 1024 * 1024) / WASM_PAGE });
+      const loading = newQuickJSWASMModuleFromVariant(quickjsVariant(this.options.wasmModule, wasmMemory));
       this.module = loading;
-      loading.catch(() => {
-        if (this.module === loading) this.module = undefined;
-      });
+      this.moduleCapMb = capMb;
+      loading.then(
+        (module) => {
+          if (this.module === loading) this.loaded = module;
+        },
+        () => {
+          if (this.module === loading) this.module = undefined;
+        },
+      );
     }
     return this.module;
   }
+
 }
 
 export function createQuickJSSandbox(options: QuickJSSandboxOptions = {}): QuickJSSandbox {
@@ -167,9 +206,9 @@ function runInFreshRuntime(
 /** Handles are freed on the way out only when nothing threw (see runInFreshRuntime). */
 function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, strategy: DeadlineStrategy, callsPerMs: number | undefined, now: () => number): RunResult {
   const { limits } = prep;
-  const started = now();
+  const started = now() - prep.spentMs;
   const newDeadline = (timeoutMs: number): Deadline => createDeadline({ strategy, timeoutMs, callsPerMs, now });
-  let deadline = newDeadline(limits.timeoutMs);
+  let deadline = newDeadline(Math.max(1, limits.timeoutMs - prep.spentMs));
 
   rt.setMemoryLimit(limits.memoryMb * MiB);
   rt.setMaxStackSize(limits.stackKb * 1024);

@@ -40,6 +40,19 @@ export interface RunOptions extends Partial<RunLimits> {
   globals?: Record<string, JsonValue>;
   /** Exposed to the guest as the global string `stdin` ("" when not given). */
   stdin?: string;
+  /**
+   * Fair-queue key (an episode id, a client): runs wait for a slot in one queue per key and keys
+   * take turns, so one key's backlog cannot starve another key. Default: one shared queue.
+   * Usually set through `scopedSandbox`, not by environment code.
+   */
+  queueKey?: string;
+  /**
+   * The caller gave up when this aborts: a queued run leaves the queue, a running one is stopped;
+   * either way the run resolves as `ok: false` with error name `CancelledError`.
+   */
+  signal?: AbortSignal;
+  /** Called once when the run leaves the queue and starts: its time limit counts from here. */
+  onStart?: () => void;
 }
 
 /** `{name, message}` of a failed run; for guest errors both were computed inside the sandbox. */
@@ -47,7 +60,8 @@ export interface RunError {
   /**
    * The guest's error name (`TypeError`, `SyntaxError`, ...) or one of the host's:
    * `TimeoutError`, `MemoryLimitError`, `OutputLimitError` (result too large),
-   * `UnsettledPromiseError` (the result promise can never settle), `SandboxError` (host failure).
+   * `UnsettledPromiseError` (the result promise can never settle), `CancelledError` (the caller's
+   * signal aborted), `SandboxError` (host failure).
    */
   name: string;
   message: string;
@@ -73,8 +87,13 @@ export interface Sandbox {
   readonly kind: SandboxKind;
   /** Runs `code` in a fresh context. Rejects only on host misuse (bad options, disposed sandbox). */
   run(code: string, options?: RunOptions): Promise<RunResult>;
-  /** Frees isolates / worker threads. Runs started afterwards reject. */
+  /** Frees isolates / worker threads / child processes. Runs started afterwards reject. */
   dispose(): Promise<void>;
+  /**
+   * Node backends: memory held by the sandbox's threads/processes as they last reported it (RSS of
+   * each isolated-vm process, wasm memory of each QuickJS thread), for memory budgets and metrics.
+   */
+  memoryBytes?(): number;
 }
 
 export type SandboxKind = "isolated-vm" | "quickjs" | "python";

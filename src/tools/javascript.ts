@@ -93,13 +93,16 @@ export function createJavascriptTool(options: JavascriptToolOptions = {}): Tool 
     name: options.name ?? "javascript",
     description,
     parameters,
-    // The sandbox enforces timeoutMs itself; the dispatcher's limit only catches a stuck host.
+    // The sandbox enforces timeoutMs itself (its watchdog stops a run at most ~1.5 s past it); the
+    // dispatcher's limit only catches a stuck host. Neither counts time spent waiting for a sandbox
+    // slot (tool-dispatch.ts stops the tool's clock while a run is queued).
     timeoutMs: timeoutMs + 5000,
     async run(args, ctx) {
       const sandbox = ctx.sandbox;
       if (!sandbox) throw new Error("no sandbox available");
       const ts = "typescript" in args && args.typescript === true;
-      const r = await sandbox.run(args.code, { timeoutMs, memoryMb, maxOutputBytes: Math.max(maxChars * 4, 16 * 1024), ts });
+      // Type stripping happens in the sandbox's thread/process, under the run's time limit.
+      const r = await sandbox.run(args.code, { timeoutMs, memoryMb, maxOutputBytes: Math.max(maxChars * 4, 16 * 1024), ts, signal: ctx.signal });
       if (!r.ok) throw new Error(truncateText(formatFailure(r), maxChars));
       return truncateText(formatRun(r), maxChars);
     },

@@ -1,0 +1,48 @@
+/**
+ * isolated-vm out of the server's process (the Node default): child processes
+ * (isolated-vm-host.ts), each hosting one isolate and serving one run at a time, supervised by
+ * host-pool.ts. A V8 fatal error cannot be caught inside the process that hits it; here it ends a
+ * child, and its run becomes a MemoryLimitError (or a SandboxError), never a dead server. See
+ * README.md "Isolation model" for the measurements behind this.
+ */
+import { siblingModule } from "../node/ts-worker.ts";
+import { processHost } from "./host-handles.ts";
+import { HostPoolSandbox } from "./host-pool.ts";
+import type { RunLimits } from "./types.ts";
+
+export interface IsolatedVmProcessSandboxOptions {
+  /** Max concurrent runs = max child processes (default: number of CPUs). */
+  maxConcurrency?: number;
+}
+
+const MiB = 1024 * 1024;
+/**
+ * Past timeoutMs: the child's own watchdog disposes a stuck isolate at +550 ms; this one kills the
+ * child when even that did not answer (its event loop blocked, e.g. stripping hostile TypeScript).
+ */
+const WATCHDOG_SLACK_MS = 1500;
+/** The child's own V8 heap (type stripping, messages), not the isolates'. */
+const CHILD_HEAP_MB = 256;
+
+/**
+ * RSS a child may gain during a run: the isolate's heap limit (which V8 treats as a guideline for
+ * large allocations) twice over, plus room for young generation, code and the run's strings.
+ */
+const killAboveBytes = (limits: RunLimits) => 2 * limits.memoryMb * MiB + 96 * MiB;
+/** After a run, a child still holding more than this above its idle RSS is replaced. */
+const retireAboveBytes = (limits: RunLimits) => limits.memoryMb * MiB + 64 * MiB;
+
+export type IsolatedVmProcessSandbox = HostPoolSandbox;
+
+export function createIsolatedVmProcessSandbox(options: IsolatedVmProcessSandboxOptions = {}): IsolatedVmProcessSandbox {
+  const entry = siblingModule("isolated-vm-host", import.meta.url);
+  return new HostPoolSandbox({
+    kind: "isolated-vm",
+    label: "isolated-vm process",
+    start: () => processHost(entry, ["--no-node-snapshot", `--max-old-space-size=${CHILD_HEAP_MB}`]),
+    maxConcurrency: options.maxConcurrency,
+    watchdogSlackMs: WATCHDOG_SLACK_MS,
+    memory: { killAboveBytes, retireAboveBytes },
+    cooperativeCancel: true,
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * Tools that run code share one sandbox across episodes. What the tool dispatcher promises about
+ * that queue: another episode's flood of runaway calls cannot time out this episode's call, a
+ * tool's time limit counts its run, not its wait for a slot, and a tool that gave up (timed out,
+ * caller gone) takes its runs out of the queue or stops them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { defineTool } from "../src/env/define-tool.ts";
+import { callTool, runToolCalls } from "../src/env/tool-dispatch.ts";
+import { createSandbox, scopedSandbox, type RunResult, type Sandbox } from "../src/sandbox/index.ts";
+import { createJavascriptTool } from "../src/tools/javascript.ts";
+
+const call = (id: string, code: string) => ({ id, type: "function" as const, function: { name: "javascript", arguments: JSON.stringify({ code }) } });
+
+describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %s", (kind) => {
+  let shared: Sandbox;
+  beforeAll(async () => {
+    shared = createSandbox(kind, { maxConcurrency: 1 });
+    expect((await shared.run("0")).ok).toBe(true);
+  });
+  afterAll(() => shared.dispose());
+
+  it("one episode's 20 runaway calls do not time out another episode's call", async () => {
+    const javascript = createJavascriptTool({ timeoutMs: 300 });
+    const flood = new AbortController();
+    let floodDone = false;
+    const floodStep = runToolCalls(
+      [javascript],
+      Array.from({ length: 20 }, (_, i) => call(`a${i}`, "while (true) {}")),
+      { sandbox: scopedSandbox(shared, { key: "episode-a", signal: flood.signal }) },
+    ).then((messages) => {
+      floodDone = true;
+      return messages;
+    });
+    const [answer] = await runToolCalls([javascript], [call("b", "1 + 1")], { sandbox: scopedSandbox(shared, { key: "episode-b" }) });
+    expect(answer!.content).toBe("result: 2");
+    expect(floodDone).toBe(false);
+    flood.abort(new Error("episode closed"));
+    const messages = await floodStep;
+    expect(messages).toHaveLength(20);
+    for (const m of messages) expect(m.content).toMatch(/^Error: (TimeoutError|CancelledError)/);
+  });
+
+  it("a tool's time limit counts its run, not its wait for a sandbox slot", async () => {
+    const quick = defineTool({
+      name: "quick",
+      description: "runs 1+1",
+      parameters: z.object({}),
+      timeoutMs: 200,
+      run: async (_, ctx) => (await ctx.sandbox!.run("1 + 1", { timeoutMs: 100 })).result,
+    });
+    // The only slot is busy for ~600 ms: the tool waits longer than its 200 ms limit.
+    const busy = shared.run("while (true) {}", { timeoutMs: 600 });
+    const outcome = await callTool(quick, {}, { sandbox: shared });
+    expect(outcome).toEqual({ ok: true, content: "2" });
+    expect((await busy).error?.name).toBe("TimeoutError");
+  });
+
+  it("a tool that timed out stops its run and frees the slot", async () => {
+    let seen: RunResult | undefined;
+    const slow = defineTool({
+      name: "slow",
+      description: "spins",
+      parameters: z.object({}),
+      timeoutMs: 200,
+      run: async (_, ctx) => {
+        // Ten minutes: unless the dispatcher stops it, it holds the only slot for the rest of the test.
+        seen = await ctx.sandbox!.run("while (true) {}", { timeoutMs: 600_000 });
+        return "finished";
+      },
+    });
+    expect(await callTool(slow, {}, { sandbox: shared })).toEqual({ ok: false, content: "Error: slow timed out after 200 ms" });
+    expect(await shared.run("1 + 1")).toMatchObject({ ok: true, result: 2 });
+    expect(seen?.error?.name).toBe("CancelledError");
+  });
+
+  it("a caller that gives up cancels the tool and its queued runs", async () => {
+    const javascript = createJavascriptTool({ timeoutMs: 60_000 });
+    const caller = new AbortController();
+    const step = runToolCalls([javascript], [call("x", "while (true) {}"), call("y", "while (true) {}")], { sandbox: shared }, caller.signal);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    caller.abort(new Error("client disconnected"));
+    const messages = await step;
+    for (const m of messages) expect(m.content).toBe("Error: javascript was cancelled: client disconnected");
+    expect(await shared.run("1 + 1")).toMatchObject({ ok: true, result: 2 });
+  });
+});
