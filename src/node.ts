@@ -10,7 +10,7 @@ import { createApp, sessionWebSocket } from "./server/app.ts";
 import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
-import { createSandbox, type Sandbox } from "./sandbox/index.ts";
+import { createSandbox, scopedSandbox, type Sandbox } from "./sandbox/index.ts";
 import { DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
@@ -53,24 +53,19 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // to be built, so hand node-ws a late-bound reference to it.
   let app: Hono<any> | undefined;
   const ws = createNodeWebSocket({ app: { request: (...args: Parameters<Hono["request"]>) => app!.request(...args) } as Hono });
-  // The code sandbox for tools and rewards: isolated-vm unless ENVWORKER_SANDBOX says quickjs.
-  // It is lazy: nothing starts until an environment first runs code.
-  // Two sandboxes, so that a client's batch of slow code in POST /score (or MCP calls) queues
-  // behind itself and never delays the tool calls and rewards of episodes being played.
+  // The code sandboxes for tools and rewards: JavaScript (isolated-vm in child processes unless
+  // ENVWORKER_SANDBOX says quickjs) and Python (Pyodide). Both are lazy: nothing starts until an
+  // environment first runs code. One of each, shared: every call sees them scoped to its episode
+  // (or, for stateless routes, its client), so their fair queues keep one client's backlog of slow
+  // code from delaying another's tool call, and a call that times out or is given up on cancels
+  // its runs.
   const owned = opts.sandbox === undefined;
-  const make = () => createSandbox(undefined, config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
-  const sandbox = opts.sandbox ?? make();
-  const statelessSandbox = opts.sandbox ?? make();
-  // The Python sandbox (py-code, the python tool): interpreters start on first use. Same split.
-  const makePython = () => createPythonSandbox(config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {});
-  const python = makePython();
-  const statelessPython = makePython();
-  // Environment code runs in worker threads under a deadline; the sandboxes stay here, shared.
-  // Stateless calls (score, MCP: keyed by connection) use their own sandboxes, so a client's
-  // batch of slow code never delays the tool calls and rewards of episodes being played.
+  const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
+  const sandbox = opts.sandbox ?? createSandbox(undefined, concurrency);
+  const python = createPythonSandbox(concurrency);
+  // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) =>
-      scope.key.startsWith("conn:") || scope.key.startsWith("ws:") ? { sandbox: statelessSandbox, python: statelessPython } : { sandbox, python },
+    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope) }),
     timeoutMs: config.envTimeoutMs,
   });
   const host = new StoreEpisodeHost(store, engine, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars }, budget);
@@ -87,7 +82,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
-  const sandboxes = [...(owned ? [sandbox, statelessSandbox] : []), python, statelessPython];
+  const sandboxes = [...(owned ? [sandbox] : []), python];
   return { app, store, engine, budget, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }
 

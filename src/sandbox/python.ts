@@ -26,7 +26,7 @@ import { availableParallelism } from "node:os";
 import type { Worker } from "node:worker_threads";
 import { siblingModule, startWorker } from "../node/ts-worker.ts";
 import { Limiter } from "./limiter.ts";
-import { errorResult, resolveLimits } from "./options.ts";
+import { errorResult, resolveLimits, queued } from "./options.ts";
 import { timeoutError } from "./report.ts";
 import type { PythonWorkerMessage, PythonWorkerRequest } from "./python-worker.ts";
 import type { JsonValue, RunLimits, RunOptions, RunResult, Sandbox } from "./types.ts";
@@ -203,7 +203,9 @@ export class PythonSandbox implements Sandbox {
     // Throws on cycles / BigInt: the caller handed in something that is not JSON.
     const globalsJson = JSON.stringify(globals as Record<string, JsonValue>);
     const stdin = options.stdin ?? "";
-    return this.limiter.run(async () => {
+    // Fair across keys (episodes, clients) and dropped from the queue when its caller gives up,
+    // like the JavaScript backends.
+    return queued(this.limiter, options, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
       const interpreter = await this.acquire(limits);
       if (!interpreter) return errorResult("SandboxError", "could not start a Python interpreter", 0);
