@@ -107,7 +107,7 @@ describe("environment threads", () => {
     const r = await post(`${base}/reset`, { seed: 1 });
     const call = { id: "c1", type: "function", function: { name: "javascript", arguments: JSON.stringify({ code: "6 * 7" }) } };
     const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: null, tool_calls: [call] } });
-    expect(s.status).toBe(200);
+    expect(s.status, JSON.stringify(s.body)).toBe(200);
     expect(s.body.observation.messages[0]).toMatchObject({ role: "tool", tool_call_id: "c1" });
     expect(s.body.observation.messages[0].content).toContain("42");
   });

@@ -24,4 +24,6 @@ export type FromThread =
   | { t: "done"; id: number; value: unknown }
   | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown }
   | { t: "crashed"; id: number; message: string; stack?: string | undefined }
-  | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions };
+  | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions }
+  /** The run's caller in the thread gave up (a tool's own timeout): cancel it. */
+  | { t: "service-cancel"; sid: number };

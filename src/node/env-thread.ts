@@ -44,9 +44,13 @@ function servicesFor(call: number): Services {
       kind,
       run(code: string, options: RunOptions = {}) {
         const sid = nextServiceId++;
+        // A signal and a callback cannot cross threads: the main thread cancels the run when this
+        // signal fires (a tool's own timeout) or when the call ends.
+        const { signal, onStart: _onStart, ...plain } = options;
         return new Promise<RunResult>((resolve, reject) => {
           waiting.set(sid, { resolve, reject });
-          post({ t: "service", call, sid, name, code, options });
+          post({ t: "service", call, sid, name, code, options: plain });
+          signal?.addEventListener("abort", () => post({ t: "service-cancel", sid }), { once: true });
         });
       },
       async dispose() {},

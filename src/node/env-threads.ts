@@ -30,6 +30,7 @@ import type { Action } from "../env/messages.ts";
 import type { RubricScore } from "../env/rubric.ts";
 import { environmentSource } from "../env/source.ts";
 import { siblingModule, startWorker } from "./ts-worker.ts";
+import { anySignal } from "../sandbox/scope.ts";
 import type { RunResult, Sandbox } from "../sandbox/types.ts";
 import { inlineEngine, type CallScope, type EngineResetOptions, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
@@ -77,8 +78,14 @@ interface Call {
   /** Its place among the calls handed to its thread (see EnvThread.started). */
   seq: number;
   attempts: number;
-  /** When it was handed to its thread (its deadline counts from there); 0 while queued. */
-  dispatchedAt: number;
+  /**
+   * When it last started computing on its thread (handed over, or its sandbox runs answered); 0
+   * while queued. The deadline counts computing time only: time spent waiting for sandbox runs is
+   * bounded by their own limits (and a sandbox's first start-up is no environment's fault).
+   */
+  resumedAt: number;
+  /** Computing time spent before `resumedAt`. */
+  spentMs: number;
   settled: boolean;
   onAbort: (() => void) | undefined;
 }
@@ -91,6 +98,8 @@ class EnvThread {
   readonly started = new Int32Array(new SharedArrayBuffer(4));
   /** Sequence numbers of the calls handed to this thread. */
   sent = 0;
+  /** Sandbox runs under way for this thread, by its request id (to cancel one). */
+  readonly runs = new Map<number, AbortController>();
   /** When the thread last said anything (or was handed its first computing call). */
   lastHeard = performance.now();
   stalled = false;
@@ -247,7 +256,8 @@ export class EnvThreadPool implements EnvEngine {
         waitingOn: 0,
         seq: 0,
         attempts: 0,
-        dispatchedAt: 0,
+        resumedAt: 0,
+        spentMs: 0,
         settled: false,
         onAbort: undefined,
       };
@@ -303,7 +313,9 @@ export class EnvThreadPool implements EnvEngine {
     let held = 0;
     for (const t of this.threads) {
       held += t.calls.size;
-      for (const call of [...t.calls]) if (call.dispatchedAt > 0 && now - call.dispatchedAt >= this.timeoutMs) this.timedOut(call);
+      for (const call of [...t.calls]) {
+        if (call.resumedAt > 0 && call.waitingOn === 0 && call.spentMs + now - call.resumedAt >= this.timeoutMs) this.timedOut(call);
+      }
     }
     if (this.calls.size === 0 && held === 0) {
       clearInterval(this.ticker);
@@ -331,7 +343,8 @@ export class EnvThreadPool implements EnvEngine {
     call.seq = ++thread.sent;
     call.attempts++;
     thread.calls.add(call);
-    call.dispatchedAt = performance.now();
+    call.resumedAt = performance.now();
+    call.spentMs = 0;
     thread.post({ t: "call", id: call.id, seq: call.seq, op: call.op });
   }
 
@@ -375,7 +388,7 @@ export class EnvThreadPool implements EnvEngine {
 
   /** Take a call off its thread (it answered, moved, or its thread is gone). */
   private detach(call: Call): void {
-    call.dispatchedAt = 0;
+    call.resumedAt = 0;
     call.thread?.calls.delete(call);
     call.thread = undefined;
     call.waitingOn = 0;
@@ -426,6 +439,10 @@ export class EnvThreadPool implements EnvEngine {
       void this.serve(thread, m);
       return;
     }
+    if (m.t === "service-cancel") {
+      thread.runs.get(m.sid)?.abort();
+      return;
+    }
     if (m.t !== "done" && m.t !== "failed" && m.t !== "crashed") return;
     // An answer for a call this thread no longer holds (it timed out, or moved) is ignored.
     let call: Call | undefined;
@@ -450,22 +467,28 @@ export class EnvThreadPool implements EnvEngine {
       return;
     }
     call.services ??= new AbortController();
-    const service = (this.opts.services({ key: call.scope.key, signal: call.services.signal }) as Record<string, Sandbox | undefined>)[m.name];
+    // Cancelled with its call, or alone when its caller in the thread gives up on it.
+    const own = new AbortController();
+    const signal = anySignal(call.services.signal, own.signal);
+    const service = (this.opts.services({ key: call.scope.key, signal }) as Record<string, Sandbox | undefined>)[m.name];
     if (!service) {
       thread.post({ t: "service-error", sid: m.sid, message: `no ${m.name} service on this server` });
       return;
     }
-    call.waitingOn++;
+    if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
     this.pump(); // the thread is free for another call while this one waits
     let result: RunResult | undefined;
     let failure: string | undefined;
+    thread.runs.set(m.sid, own);
     try {
       result = await service.run(m.code, m.options);
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
+    } finally {
+      thread.runs.delete(m.sid);
     }
     if (call.settled || call.thread !== thread) return;
-    call.waitingOn--;
+    if (--call.waitingOn === 0) call.resumedAt = performance.now();
     thread.post(result ? { t: "service-result", sid: m.sid, result } : { t: "service-error", sid: m.sid, message: failure! });
   }
 }
