@@ -48,7 +48,7 @@ for (const backend of ["isolated-vm", "quickjs"] as const) {
         const mcp = await rpc(server, "math-tools", "javascript", { code: FATAL });
         const reset = await json(server, "/envs/math-tools/reset", { seed: 1 });
         const step = await json(server, "/envs/math-tools/step", { episode_id: reset.body.episode_id, action: { content: null, tool_calls: [toolCall("c1", FATAL)] } });
-        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```javascript\n" + FATAL + ";\nfunction fizzbuzz(n) { return []; }\n```", answer: "" }], args: {} });
+        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```javascript\n" + FATAL + ";\nfunction fizzbuzz(n) { return []; }\n```", answer: "fizzbuzz" }] });
         return { mcp, step, score };
       });
       expectServed(`${backend}: fatal V8 error`, outcome, { maxRssGrowthMiB: 600 });
@@ -86,7 +86,7 @@ for (const backend of ["isolated-vm", "quickjs"] as const) {
     it("TypeScript whose type stripping backtracks costs its own run, not the event loop", async () => {
       const outcome = await underAttack(server, async () => {
         const tool = await rpc(server, "math-tools", "javascript", { code: TS_BOMB, typescript: true });
-        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```ts\n" + TS_BOMB + "\n```", answer: "" }], args: { language: "typescript" } });
+        const score = await json(server, "/envs/js-code/score", { items: [{ completion: "```ts\n" + TS_BOMB + "\n```", answer: "fizzbuzz", args: { language: "typescript" } }] });
         return { tool, score };
       });
       expectServed(`${backend}: type-stripping bomb`, outcome);
