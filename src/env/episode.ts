@@ -324,6 +324,9 @@ export function publicState(s: EpisodeState): JsonObject {
     reward: s.reward,
     metrics: s.metrics,
     messages: s.messages as unknown as JsonObject[],
+    // Once the episode is over the answer is no secret: a client can then score the completion
+    // statelessly (POST /score) as the episode did, which is what `envworker validate` checks.
+    ...(s.done ? { answer: s.answer, info: s.info } : {}),
   } as JsonObject;
 }
 
