@@ -13,6 +13,7 @@ const tsc = createRequire(join(root, "package.json")).resolve("typescript/bin/ts
 
 rmSync(join(root, "dist"), { recursive: true, force: true });
 for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
-  execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: "inherit" });
+  // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
+  execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 }
-console.log("build: dist/ written");
+console.error("build: dist/ written");

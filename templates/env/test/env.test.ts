@@ -36,6 +36,14 @@ describe("__NAME__", () => {
     expect(episode.reward).toBe(0);
   });
 
+  it("plays the README's example (seed 7)", async () => {
+    const guesses = [50, 25, 37, 43, 40, 42].map((n) => `<guess>${n}</guess>`);
+    const episode = await playEpisode(env, { seed: 7, actions: guesses });
+    expect(episode.answer).toBe("42");
+    expect(episode.completion.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["Lower.", "Higher.", "Higher.", "Lower.", "Higher.", "Correct!"]);
+    expect(episode.reward).toBe(1.0833333333333333);
+  });
+
   it("gives the same prompt for the same seed", async () => {
     const a = await startEpisode(env, { seed: 5 });
     const b = await startEpisode(env, { seed: 5 });
