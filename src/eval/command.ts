@@ -21,13 +21,13 @@ import {
 import { formatSummary, newRunId, resultsDir, saveResults, summarize } from "./report.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 
-export const EVAL_USAGE = `usage: envworker eval [ENV] [options]
+export const EVAL_USAGE = `usage: envworker eval ENV [options]
 
 Roll ENV out against an OpenAI-compatible chat-completions model and report rewards. ENV is a
 shipped environment's name, a module (./src/index.ts), an installed package, or the name of an
 environment of the project's config (envworker.config.ts or package.json "envworker"); without
 ENV, the project's environment when its config lists exactly one. With --url, ENV is the name of
-an environment of that server.
+an environment of that server (ENV may be left out only in process).
 
 model:
   -m, --model NAME             model name (default gpt-4.1-mini)
