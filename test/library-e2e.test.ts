@@ -124,7 +124,8 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-describe("envworker as a library: init, install the packed tarball offline, test, serve, validate, eval, workerd", () => {
+// Each step spawns npm, node or wrangler on a machine other tests keep busy: generous limits.
+describe("envworker as a library: init, install the packed tarball offline, test, serve, validate, eval, workerd", { timeout: 240_000 }, () => {
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "envworker-e2e-"));
     // The package as npm would publish it: `npm pack` runs prepack (npm run build → dist/).
@@ -163,10 +164,12 @@ describe("envworker as a library: init, install the packed tarball offline, test
     expect(stdout.trim()).toBe("function function function wordle");
   });
 
-  it("the package's own unit tests pass (npm test: vitest with envworker/testing)", async () => {
+  it("the package's own unit tests pass (npm test: vitest with envworker/testing), and it type-checks against envworker's .d.ts", async () => {
     const { stdout } = await run("npm", ["test"], { cwd: project, env: cleanEnv(), maxBuffer: 16 << 20 });
     expect(stdout).toMatch(/Tests\s+\d+ passed/);
-  }, 120_000);
+    // tsc exits non-zero on any type error (the second environment and the broken module included).
+    await run("npm", ["run", "typecheck"], { cwd: project, env: cleanEnv(), maxBuffer: 16 << 20 });
+  });
 
   it("lists the project's environments from package.json", async () => {
     const r = await envworker(["list"]);
