@@ -25,7 +25,7 @@ export function logEnvironmentError(envName: string, episodeId: string | undefin
   const fields = { env: envName, episode: episodeId };
   const stack = api?.cause !== undefined ? api.cause : err;
   if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
-  else if (logger().enabled("warn")) logger().warn(`${what} refused: ${message}`, fields);
+  else logger().warn(`${what} refused: ${message}`, fields, stack);
 }
 
 export interface EpisodeHost {

@@ -19,8 +19,8 @@ export interface Logger {
   readonly level: LogLevel;
   enabled(level: LogLevel): boolean;
   info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-  /** `error`'s stack (or message) is printed under the line. */
+  /** An `error`'s stack (or message) is printed under the line. */
+  warn(message: string, fields?: LogFields, error?: unknown): void;
   error(message: string, fields?: LogFields, error?: unknown): void;
 }
 
@@ -63,13 +63,17 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     info(message, fields) {
       if (RANK.info >= RANK[level]) write(line("info", message, fields));
     },
-    warn(message, fields) {
-      if (RANK.warn >= RANK[level]) write(line("warn", message, fields));
+    warn(message, fields, error) {
+      if (RANK.warn >= RANK[level]) write(withStack(line("warn", message, fields), error));
     },
     error(message, fields, error) {
-      write(error === undefined ? line("error", message, fields) : `${line("error", message, fields)}\n${indent(describeError(error))}`);
+      write(withStack(line("error", message, fields), error));
     },
   };
+}
+
+function withStack(line: string, error: unknown): string {
+  return error === undefined ? line : `${line}\n${indent(describeError(error))}`;
 }
 
 function indent(text: string): string {

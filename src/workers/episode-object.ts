@@ -6,6 +6,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { configFromEnv } from "../server/config.ts";
+import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
 import type { ResetOptions, StepResult } from "../env/episode.ts";
@@ -57,7 +58,9 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
 
   constructor(ctx: DurableObjectState, env: WorkerBindings) {
     super(ctx, env);
-    const config = configFromEnv(stringVars(env));
+    const vars = stringVars(env);
+    setLogger(createLogger(logLevelFromEnv(vars)));
+    const config = configFromEnv(vars);
     this.store = new StorageEpisodeStore(ctx.storage, config.idleTimeoutMs);
     this.services = { sandbox: workersSandbox() };
     this.host = new StoreEpisodeHost(this.store, this.services, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });

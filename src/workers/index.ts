@@ -15,6 +15,7 @@
  */
 import type { Environment } from "../env/environment.ts";
 import { configFromEnv } from "../server/config.ts";
+import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
 import { createApp } from "../server/app.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
@@ -22,11 +23,12 @@ import { DurableObjectEpisodeHost } from "./durable-host.ts";
 import { workersSandbox } from "./sandbox.ts";
 import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 
+/** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
 export interface EnvworkerWorker {
   /** The Worker's fetch handler: `export default { fetch: worker.fetch }`. */
-  fetch(request: Request, env: WorkerBindings, ctx: ExecutionContext): Response | Promise<Response>;
+  fetch(request: Request, env: any, ctx: any): Response | Promise<Response>;
   /** The Durable Object class to export as `Episode` (bound as `EPISODES` in wrangler.toml). */
-  Episode: new (ctx: DurableObjectState, env: WorkerBindings) => object;
+  Episode: new (ctx: any, env: any) => object;
 }
 
 export type { WorkerBindings };
@@ -45,7 +47,10 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
   function appFor(env: WorkerBindings) {
     bindings = env;
     if (app) return app;
-    const config = configFromEnv(stringVars(env));
+    const vars = stringVars(env);
+    // ENVWORKER_LOG from wrangler.toml's [vars] (Workers have no process.env).
+    setLogger(createLogger(logLevelFromEnv(vars)));
+    const config = configFromEnv(vars);
     app = createApp({
       envs: environments,
       host: new DurableObjectEpisodeHost(() => bindings!),
@@ -64,7 +69,7 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
   }
 
   return {
-    fetch: (request, env, ctx) => appFor(env).fetch(request, env, ctx),
+    fetch: (request, env: WorkerBindings, ctx: ExecutionContext) => appFor(env).fetch(request, env, ctx),
     Episode: episodeClass(environments),
   };
 }
