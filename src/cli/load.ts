@@ -77,8 +77,10 @@ function specsOf(value: unknown, file: string, what: string): string[] {
   return list as string[];
 }
 
-function looksLikePath(spec: string): boolean {
-  return spec.startsWith(".") || isAbsolute(spec) || MODULE_EXTENSIONS.some((e) => spec.endsWith(e));
+/** `./x`, `/x`, or a file name (`env.ts`) that exists; `chart.js` that does not exist may be a package. */
+function looksLikePath(spec: string, base: string): boolean {
+  if (spec.startsWith(".") || isAbsolute(spec)) return true;
+  return MODULE_EXTENSIONS.some((e) => spec.endsWith(e)) && existsSync(resolvePath(base, spec));
 }
 
 /** A path spec as a module file: the file itself, or a folder's index. */
@@ -124,7 +126,7 @@ async function importModule(url: string, spec: string): Promise<Environment[]> {
 }
 
 async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<Environment[]> {
-  if (looksLikePath(spec)) {
+  if (looksLikePath(spec, ctx.base)) {
     const file = moduleFile(spec, ctx.base);
     files.push(file);
     return importModule(pathToFileURL(file).href, spec);
