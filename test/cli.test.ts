@@ -1,6 +1,6 @@
 /** The `envworker` command as a user runs it: the bin shim, serve on a free port, list, specs, validate, init, usage errors. */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -198,6 +198,31 @@ describe("envworker command", () => {
       expect(readFileSync(join(dir, "my-game/src/index.ts"), "utf8")).toMatch(/name: "my-game"/);
       expect(envworker(["init", "my-game"], dir).status).toBe(2);
       expect(envworker(["init", "My_Game"], dir).stderr).toMatch(/kebab-case/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("loads a project's envworker.config.ts and an installed package by name", () => {
+    const dir = mkdtempSync(join(tmpdir(), "envworker-config-"));
+    try {
+      const env = readFileSync(join(PROJECT, "env.ts"), "utf8").replace("../../../src/index.ts", resolve(import.meta.dirname, "../src/index.ts"));
+      writeFileSync(join(dir, "package.json"), '{ "type": "module" }');
+      writeFileSync(join(dir, "env.ts"), env);
+      writeFileSync(join(dir, "envworker.config.ts"), 'export default { environments: ["./env.ts", "countdown", "packaged-env"] };\n');
+      // An installed package whose entry (exports, import condition) default-exports an environment.
+      const pkg = join(dir, "node_modules/packaged-env");
+      mkdirSync(pkg, { recursive: true });
+      writeFileSync(join(pkg, "package.json"), '{ "name": "packaged-env", "type": "module", "exports": { ".": { "import": "./main.ts" } } }');
+      writeFileSync(join(pkg, "main.ts"), env.replace('"echo-fixture"', '"packaged-echo"'));
+      const r = envworker(["list"], dir);
+      expect(r.stderr).toBe("");
+      expect(r.stdout.split("\n").filter(Boolean).map((l) => l.split(/\s+/)[0])).toEqual(["echo-fixture", "countdown", "packaged-echo"]);
+      expect(envworker(["list", "packaged-env"], dir).stdout).toMatch(/^packaged-echo /);
+      writeFileSync(join(dir, "envworker.config.ts"), "export default { environments: [] };\n");
+      const bad = envworker(["list"], dir);
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toMatch(/envworker\.config\.ts: its default export must be \{ environments: /);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
