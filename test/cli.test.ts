@@ -164,6 +164,8 @@ describe("envworker command", () => {
       const source = readFileSync(join(PROJECT, "env.ts"), "utf8").replace("../../../src/index.ts", resolve(import.meta.dirname, "../src/index.ts"));
       writeFileSync(join(dir, "env.ts"), source);
       writeFileSync(join(dir, "package.json"), '{ "type": "module" }');
+      // A project root: its node_modules is not watched, the root folder itself is.
+      mkdirSync(join(dir, "node_modules"));
       const port = await freePort();
       const server = await serve(["--watch", "--port", String(port), "./env.ts"], dir);
       try {

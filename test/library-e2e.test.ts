@@ -162,6 +162,11 @@ describe("envworker as a library: init, install the packed tarball offline, test
     const script = `import("envworker").then(async (m) => { const w = (await import("envworker/envs/wordle")).default; console.log(typeof m.defineEnvironment, typeof m.sequenceRatio, typeof m.PyRandom, w.name); })`;
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: project, env: cleanEnv() });
     expect(stdout.trim()).toBe("function function function wordle");
+    // The installed command finds its templates (dist/ layout): init works from the package too.
+    const probe = await envworker(["init", "probe-env", "--dir", join(tmp, "probe-env")]);
+    expect(probe.code).toBe(0);
+    expect(readFileSync(join(tmp, "probe-env/src/index.ts"), "utf8")).toMatch(/name: "probe-env"/);
+    expect(JSON.parse(readFileSync(join(tmp, "probe-env/package.json"), "utf8")).dependencies.envworker).toBe(`^${JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version}`);
   });
 
   it("the package's own unit tests pass (npm test: vitest with envworker/testing), and it type-checks against envworker's .d.ts", async () => {

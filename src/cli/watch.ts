@@ -6,15 +6,29 @@
  * error being fixed) is started again on the next change; open episodes do not survive a restart.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { watch, type FSWatcher } from "node:fs";
-import { dirname, relative } from "node:path";
+import { existsSync, readdirSync, watch, type FSWatcher } from "node:fs";
+import { dirname, join, relative } from "node:path";
 
 /** Changes under these folders never restart the server (installs, builds, eval outputs, VCS). */
-const IGNORED = /(^|[\\/])(node_modules|\.git|dist|outputs|\.wrangler|coverage)([\\/]|$)/;
+const IGNORED_DIRS = new Set(["node_modules", "dist", "outputs", "coverage"]);
+const IGNORED = /(^|[\\/])(node_modules|\.[^\\/]+|dist|outputs|coverage)([\\/]|$)/;
 const DEBOUNCE_MS = 200;
+
+/**
+ * What to watch for a module's folder: all of it, unless it holds node_modules (a project's root,
+ * where the config is): then the folder itself and each other subfolder, so no watch is ever set
+ * on the thousands of folders of an install.
+ */
+function watchTargets(dir: string): { path: string; recursive: boolean }[] {
+  if (!existsSync(join(dir, "node_modules"))) return [{ path: dir, recursive: true }];
+  const subdirs = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory() && !IGNORED_DIRS.has(d.name) && !d.name.startsWith("."));
+  return [{ path: dir, recursive: false }, ...subdirs.map((d) => ({ path: join(dir, d.name), recursive: true }))];
+}
 
 export function superviseServe(serveArgs: readonly string[], files: readonly string[]): Promise<number> {
   const dirs = [...new Set(files.map((f) => dirname(f)))];
+  const targets = new Map<string, boolean>();
+  for (const dir of dirs) for (const { path, recursive } of watchTargets(dir)) targets.set(path, (targets.get(path) ?? false) || recursive);
   if (dirs.length === 0) {
     console.error("envworker: --watch: nothing to watch (the shipped environments are not watched); serving without it");
   }
@@ -48,8 +62,8 @@ export function superviseServe(serveArgs: readonly string[], files: readonly str
   };
 
   const watchers: FSWatcher[] = [];
-  for (const dir of dirs) {
-    const w = watch(dir, { recursive: true }, (_event, name) => {
+  for (const [dir, recursive] of targets) {
+    const w = watch(dir, { recursive }, (_event, name) => {
       const file = name ? String(name) : "";
       if (IGNORED.test(file)) return;
       clearTimeout(restartTimer);
