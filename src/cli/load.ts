@@ -132,10 +132,16 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
     return importModule(pathToFileURL(file).href, spec);
   }
   // A bare name: an environment of the project's config, a shipped one, or an installed package.
+  let configError: unknown;
   if (ctx.config) {
-    ctx.configEnvs ??= await loadAll(ctx.config.specs, { base: dirname(ctx.config.file), config: undefined }, files);
-    const env = ctx.configEnvs.find((e) => e.name === spec);
-    if (env) return [env];
+    try {
+      ctx.configEnvs ??= await loadAll(ctx.config.specs, { base: dirname(ctx.config.file), config: undefined }, files);
+      const env = ctx.configEnvs.find((e) => e.name === spec);
+      if (env) return [env];
+    } catch (err) {
+      // A broken project module must not stop `serve wordle`; it is reported if nothing else matches.
+      configError = err;
+    }
   }
   ctx.shipped ??= await shippedEnvironments();
   const shipped = ctx.shipped.find((e) => e.name === spec);
@@ -145,6 +151,7 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
     if (entry.startsWith("file:") && !fileURLToPath(entry).includes("/node_modules/")) files.push(fileURLToPath(entry));
     return importModule(entry, spec);
   }
+  if (configError) throw configError;
   const known = [...(ctx.configEnvs ?? []), ...ctx.shipped].map((e) => e.name);
   throw new SpecError(
     `unknown environment ${JSON.stringify(spec)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package; known: ${known.join(", ")}`,
