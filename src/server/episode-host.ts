@@ -10,6 +10,23 @@ import type { EpisodeStore } from "./episode-store.ts";
 import { newEpisodeId } from "./ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import type { Services } from "../env/services.ts";
+import { logger } from "./log.ts";
+
+/**
+ * Log a failure of the environment's own code (or of ours: INTERNAL_ERROR) with the environment,
+ * the episode and the stack. Client mistakes are not logged, except those the environment's code
+ * threw on (a generator refusing the args: VALIDATION_ERROR with a cause), at warn.
+ */
+export function logEnvironmentError(envName: string, episodeId: string | undefined, what: string, err: unknown): void {
+  const api = err instanceof ApiError ? err : undefined;
+  const ours = api === undefined || api.code === "EXECUTION_ERROR" || api.code === "INTERNAL_ERROR";
+  if (!ours && api?.cause === undefined) return;
+  const message = err instanceof Error ? err.message : String(err);
+  const fields = { env: envName, episode: episodeId };
+  const stack = api?.cause !== undefined ? api.cause : err;
+  if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
+  else logger().warn(`${what} refused: ${message}`, fields, stack);
+}
 
 export interface EpisodeHost {
   reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult>;
@@ -31,9 +48,15 @@ export class StoreEpisodeHost implements EpisodeHost {
 
   async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined }): Promise<StepResult> {
     const create = async (id: string) => {
-      const { state, result } = resetEpisode(env, id, { ...opts, ...this.limits });
-      await this.store.create(state);
-      return result;
+      let made: ReturnType<typeof resetEpisode>;
+      try {
+        made = resetEpisode(env, id, { ...opts, ...this.limits });
+      } catch (err) {
+        logEnvironmentError(env.name, id, "reset", err);
+        throw err;
+      }
+      await this.store.create(made.state);
+      return made.result;
     };
     // A client-chosen id may be one whose last step is still running (close, then reset with the
     // same id): queue behind it, so that step cannot write its old state over the new episode.
@@ -43,9 +66,16 @@ export class StoreEpisodeHost implements EpisodeHost {
   step(env: Environment, episodeId: string, action: Action): Promise<StepResult> {
     return this.serialized(episodeId, async () => {
       const current = await this.load(env, episodeId);
-      const { state, result } = await stepEpisode(env, current, action, this.services);
-      await this.store.put(state);
-      return result;
+      let stepped: Awaited<ReturnType<typeof stepEpisode>>;
+      try {
+        stepped = await stepEpisode(env, current, action, this.services);
+      } catch (err) {
+        logEnvironmentError(env.name, episodeId, "step", err);
+        throw err;
+      }
+      for (const f of stepped.failures) logEnvironmentError(env.name, episodeId, f.where, f.error);
+      await this.store.put(stepped.state);
+      return stepped.result;
     });
   }
 
