@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// The `envworker` command. It runs the TypeScript sources through tsx, and makes sure Node runs
-// with --no-node-snapshot, which isolated-vm requires on Node >= 20 (re-executing itself once
-// with the flag if it is missing).
+// The `envworker` command. In this repository it runs the TypeScript sources (src/) through tsx;
+// installed from the package, the compiled JavaScript (dist/). Either way tsx is registered, so
+// environments written in TypeScript load as they are. It makes sure Node runs with
+// --no-node-snapshot, which isolated-vm requires on Node >= 20 (re-executing itself once with the
+// flag if it is missing).
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const FLAG = "--no-node-snapshot";
@@ -24,7 +27,8 @@ if (!hasFlag) {
 } else {
   const { register } = await import("tsx/esm/api");
   register();
-  const { main } = await import("../src/cli/main.ts");
+  const source = new URL("../src/cli/main.ts", import.meta.url);
+  const { main } = await import(existsSync(source) ? source.href : "../dist/src/cli/main.js");
   const code = await main(process.argv.slice(2));
   if (code !== 0) process.exitCode = code;
 }

@@ -35,11 +35,12 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         expect(names).toEqual(expect.arrayContaining(["reverse-text", "alphabet-sort"]));
       });
 
-      it("passes each openenv validate check at B (envworker validate)", async () => {
+      it("passes each openenv validate check at B, and plays an episode there (envworker validate)", async () => {
         for (const base of [rt(), as()]) {
           const checks = await validateBase(base);
           expect(checks.filter((c) => !c.ok)).toEqual([]);
-          expect(checks).toHaveLength(7);
+          // openenv validate's 7, then reset determinism, the played episode, /score = the episode's reward.
+          expect(checks).toHaveLength(10);
         }
       });
 

@@ -90,7 +90,7 @@ describe("environment threads", () => {
     // The thread dies of its heap limit, or (on a crowded machine) the deadline comes first; the
     // pool test below pins the crash itself.
     expect(res.body.error.code).toBe("EXECUTION_ERROR");
-    expect(res.status).toBe(res.body.error.details.reason === "TIMEOUT" ? 504 : 500);
+    expect(res.status).toBe(res.body.error.details.reason === "TIMEOUT" ? 504 : 422);
     expect(["CRASHED", "TIMEOUT"]).toContain(res.body.error.details.reason);
     // Every probe episode completed with reward 1 (asserted in probe()); no latency bound here:
     // a thread filling its heap competes for the machine's memory bandwidth, not for the loop.

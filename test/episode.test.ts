@@ -64,7 +64,7 @@ describe("episode engine", () => {
 
   it("reports a throwing respond as EXECUTION_ERROR and keeps the episode where it was", async () => {
     const { state } = resetEpisode(faulty, "f", { seed: 1 });
-    await expect(stepEpisode(faulty, state, { content: "boom" })).rejects.toMatchObject({ code: "EXECUTION_ERROR", status: 500 });
+    await expect(stepEpisode(faulty, state, { content: "boom" })).rejects.toMatchObject({ code: "EXECUTION_ERROR", status: 422 });
     expect(state.turn).toBe(0);
     expect(state.messages).toHaveLength(1);
     const ok = await stepEpisode(faulty, state, { content: "hello" });

@@ -23,3 +23,58 @@ describe("validate", () => {
     expect(checks[5]!.detail).toBe("missing /state");
   });
 });
+
+describe("validate plays an episode", () => {
+  it("passes a sound environment and names what a broken one gets wrong", async () => {
+    const { buildNodeApp } = await import("../src/node.ts");
+    const { importEnvironments } = await import("../src/env/source.ts");
+    const here = (p: string) => new URL(p, import.meta.url).href;
+    const envs = [...(await importEnvironments(here("./fixtures/user-project/env.ts"))), ...(await importEnvironments(here("./fixtures/user-project/broken.ts")))];
+    const { app, sandboxes } = buildNodeApp(envs);
+    const fetcher = async (url: string, init?: RequestInit) => app.request(url, init);
+    const failing = async (name: string) => (await validateBase(`http://x/envs/${name}`, fetcher)).filter((c) => !c.ok);
+    try {
+      expect(await failing("echo-fixture")).toEqual([]);
+      // The scripted turn is what validate plays: "yes" wins echo-fixture, and /score agrees.
+      const won = await validateBase("http://x/envs/echo-fixture", fetcher, { action: "yes" });
+      expect(won.filter((c) => !c.ok)).toEqual([]);
+
+      const respond = await failing("throws-in-respond");
+      expect(respond).toHaveLength(1);
+      expect(respond[0]!.detail).toBe("step 1: HTTP 422 EXECUTION_ERROR: throws-in-respond: respond failed: respond exploded");
+
+      const state = await failing("reward-needs-state");
+      expect(state.map((c) => c.name)).toEqual(["POST /score of the played completion gives the episode's reward"]);
+      expect(state[0]!.detail).toMatch(/^\/score gives 0, the episode gave 2/);
+
+      const random = await failing("not-deterministic");
+      expect(random.map((c) => c.name)).toEqual(["POST /reset with the same seed gives the same prompt"]);
+    } finally {
+      await Promise.all(sandboxes.map((s) => s.dispose()));
+    }
+  });
+
+  it("reports a reward that is not finite and a reward function that throws", async () => {
+    const fake = async (url: string, init?: RequestInit): Promise<Response> => {
+      const path = new URL(url).pathname.replace(/^\/envs\/x/, "");
+      const ok: Record<string, unknown> = {
+        "/openapi.json": { info: { version: "1.0.0" }, paths: { "/reset": {}, "/step": {}, "/state": {} } },
+        "/health": { status: "healthy" },
+        "/metadata": { name: "x", description: "d" },
+        "/schema": { action: {}, observation: {}, state: {} },
+        "/mcp": { jsonrpc: "2.0", id: null, result: {} },
+        "/reset": { observation: { messages: [{ role: "user", content: "hi" }] }, reward: null, done: false, episode_id: "e" },
+        "/step": { observation: { messages: [], metrics: { a: null }, info: { reward_errors: { b: "Error: no" } } }, reward: null, done: true, episode_id: "e" },
+        "/close": {},
+      };
+      void init;
+      return Response.json(ok[path] ?? {}, { status: path in ok ? 200 : 404 });
+    };
+    const checks = await validateBase("http://fake/envs/x", fake);
+    const episode = checks.find((c) => c.name.startsWith("an episode played"))!;
+    expect(episode.ok).toBe(false);
+    expect(episode.detail).toBe("reward is null, not a finite number; metric a is null; reward function b failed: Error: no");
+    // This fake has no /state: reported against the /score check, not lost.
+    expect(checks.at(-1)).toMatchObject({ ok: false, detail: "GET /state: HTTP 404 {}" });
+  });
+});

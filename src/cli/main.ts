@@ -1,61 +1,100 @@
 /**
- * The `envworker` command: serve, list. Argument parsing is node:util's parseArgs: no dependency
- * for a handful of flags.
+ * The `envworker` command: serve, list, validate, eval, init, run-code. Argument parsing is
+ * node:util's parseArgs: no dependency for a handful of flags.
  */
 import { parseArgs } from "node:util";
 import { configFromEnv } from "../server/config.ts";
-import { importEnvironments } from "../env/source.ts";
+import { logLevelFromEnv, createLogger, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
+import { loadEnvironments, SpecError } from "./load.ts";
+
+export const SPECS_HELP = `ENV (environment specs; default: the project's config, else every shipped environment):
+  wordle               a shipped environment (envworker list)
+  ./src/index.ts       a module (.ts, .mts, .js, .mjs, or a folder's index) default-exporting
+                       defineEnvironment(...) or an array of them
+  my-env-package       an installed npm package whose entry exports the same
+  my-env               an environment of the project's config: envworker.config.ts (or .js)
+                       default-exporting { environments: ["./src/index.ts", ...] }, or
+                       package.json "envworker": { "environments": [...] }`;
 
 const USAGE = `usage: envworker <command> [options]
 
 commands:
-  serve [--host 127.0.0.1] [--port 8000] [ENV ...]   serve environments (all by default)
-  list                                              list the environments
-  validate [--url ORIGIN] [ENV ...]                 the checks of \`openenv validate\`, per environment
-  run-code [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [FILE]
-                                                    run code in the sandbox, print the result as JSON
-  eval ENV [-m MODEL] [-b URL] [-n N] [-r N] [--url URL] ...   evaluate ENV with an OpenAI-compatible model (eval --help)
-  view [DIR] [--host 127.0.0.1] [--port 8001]       browse saved eval runs (default DIR outputs/evals) in a web page
+  serve [--host H] [--port N] [--watch] [ENV ...]  serve environments over HTTP and WebSocket
+  list [ENV ...]                                   list environments
+  validate [--url URL] [ENV ...]                   check environments: openenv validate's checks and an episode
+  eval [ENV] -m MODEL -b URL [-n N] [-r N] ...     evaluate an environment with an OpenAI-compatible model
+  init NAME [--dir DIR]                            create a standalone environment package
+  run-code [--lang javascript|python] [--backend B] [--ts] [--stdin TEXT|@FILE] [FILE]
+                                                   run code in the sandbox, print the result as JSON
+  view [DIR] [--host 127.0.0.1] [--port 8001]      browse saved eval runs (default DIR outputs/evals)
 
-environment: PORT, HOST, ENVWORKER_TOKEN, ENVWORKER_MAX_EPISODES (10000),
-             ENVWORKER_IDLE_TIMEOUT_S (600), ENVWORKER_MAX_BODY_BYTES (1048576),
-             ENVWORKER_MAX_WS_MESSAGE_BYTES (1048576), ENVWORKER_SHUTDOWN_GRACE_S (10),
-             ENVWORKER_MAX_STEPS (1000), ENVWORKER_MAX_EPISODE_CHARS (1000000), ENVWORKER_SANDBOX (isolated-vm | quickjs),
+\`envworker <command> --help\` says more.
+
+${SPECS_HELP}
+
+environment: PORT, HOST, ENVWORKER_LOG (info | warn | error; default warn), ENVWORKER_TOKEN,
+             ENVWORKER_MAX_EPISODES (10000), ENVWORKER_IDLE_TIMEOUT_S (600),
+             ENVWORKER_MAX_BODY_BYTES (1048576), ENVWORKER_MAX_WS_MESSAGE_BYTES (1048576),
+             ENVWORKER_SHUTDOWN_GRACE_S (10), ENVWORKER_MAX_STEPS (1000),
+             ENVWORKER_MAX_EPISODE_CHARS (1000000), ENVWORKER_SANDBOX (isolated-vm | quickjs),
              ENVWORKER_SANDBOX_CONCURRENCY (0 = one per CPU), ENVWORKER_ENV_TIMEOUT_S (30),
              ENVWORKER_MAX_MEMORY_MB (1024)`;
 
-class UsageError extends Error {}
+const SERVE_USAGE = `usage: envworker serve [--host 127.0.0.1] [--port 8000] [--watch] [ENV ...]
 
-/**
- * The shipped environments, loaded through importEnvironments so that each knows its module and
- * the server can host it in worker threads.
- */
-const environments = await importEnvironments(new URL("../../envs/index.ts", import.meta.url).href);
+Serve environments on http://HOST:PORT/envs/{name} (OpenEnv HTTP and WebSocket, /score, /mcp).
+  --host H      interface to listen on (default $HOST or 127.0.0.1)
+  --port N      port (default $PORT or 8000; 0 picks a free one)
+  --watch       restart the server when a loaded module (or the config) changes
+  -h, --help
 
-function select(names: string[]): Environment[] {
-  if (names.length === 0) return [...environments];
-  return names.map((n) => {
-    const env = environments.find((e) => e.name === n);
-    if (!env) throw new UsageError(`unknown environment ${JSON.stringify(n)}; known: ${environments.map((e) => e.name).join(", ")}`);
-    return env;
-  });
+${SPECS_HELP}
+
+ENVWORKER_LOG=info logs one line per request (to stderr).`;
+
+const LIST_USAGE = `usage: envworker list [ENV ...]
+
+Print name, version and description of each environment.
+
+${SPECS_HELP}`;
+
+export class UsageError extends Error {}
+/** A spec that names nothing loadable: the message says why; the usage text would only bury it. */
+class SpecUsageError extends UsageError {}
+
+/** Specs → environments; a bad spec is a usage error (exit 2), not a crash. */
+export async function environmentsFor(specs: readonly string[]): Promise<{ environments: Environment[]; files: string[] }> {
+  try {
+    return await loadEnvironments(specs);
+  } catch (err) {
+    if (err instanceof SpecError) throw new SpecUsageError(err.message);
+    throw err;
+  }
 }
 
-async function serveCommand(argv: string[]): Promise<void> {
+async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { host: { type: "string" }, port: { type: "string" } },
+    options: { host: { type: "string" }, port: { type: "string" }, watch: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     allowPositionals: true,
   });
+  if (values.help) {
+    console.log(SERVE_USAGE);
+    return 0;
+  }
   const config = configFromEnv(process.env);
   if (values.host) config.host = values.host;
   if (values.port) {
     const port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0-65535, got ${values.port}`);
+    if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be 0-65535, got ${values.port}`);
     config.port = port;
   }
-  const envs = select(positionals);
+  const { environments: envs, files } = await environmentsFor(positionals);
+  if (values.watch) {
+    const { superviseServe } = await import("./watch.ts");
+    return superviseServe(argv.filter((a) => a !== "--watch"), files);
+  }
   const { startServer } = await import("../node.ts");
   const server = await startServer(envs, config);
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
@@ -71,25 +110,41 @@ async function serveCommand(argv: string[]): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  return 0;
 }
 
-function listCommand(): void {
+async function listCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { help: { type: "boolean", short: "h" } }, allowPositionals: true });
+  if (values.help) {
+    console.log(LIST_USAGE);
+    return 0;
+  }
+  const { environments } = await environmentsFor(positionals);
   for (const e of environments) console.log(`${e.name.padEnd(16)} ${e.version.padEnd(8)} ${e.description}`);
+  return 0;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
+    setLogger(createLogger(logLevelFromEnv(process.env)));
+  } catch (err) {
+    console.error(`envworker: ${(err as Error).message}`);
+    return 2;
+  }
+  try {
     switch (command) {
       case "serve":
-        await serveCommand(rest);
-        return 0;
+        return await serveCommand(rest);
       case "list":
-        listCommand();
-        return 0;
+        return await listCommand(rest);
       case "validate": {
         const { validateCommand } = await import("./validate.ts");
         return await validateCommand(rest);
+      }
+      case "init": {
+        const { initCommand } = await import("./init.ts");
+        return await initCommand(rest);
       }
       case "run-code": {
         const { runCodeCommand } = await import("./run-code.ts");
@@ -115,7 +170,8 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (err) {
     if (err instanceof UsageError || (err instanceof Error && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
-      console.error(`envworker: ${err.message}\n\n${USAGE}`);
+      const usage = err instanceof SpecUsageError ? "" : `\n\n${command === "serve" ? SERVE_USAGE : command === "list" ? LIST_USAGE : USAGE}`;
+      console.error(`envworker: ${err.message}${usage}`);
       return 2;
     }
     throw err;

@@ -68,8 +68,11 @@ export interface EnvironmentSpec<ArgsSchema extends z.ZodType, Info = JsonObject
   /** Or an infinite seeded generator: the same rng state yields the same example. */
   generate?: (ctx: GenerateContext<z.output<ArgsSchema>>) => Example<Info>;
   systemPrompt?: string | ((args: z.output<ArgsSchema>) => string | undefined);
-  /** Model turns after which the episode is truncated. Single-turn environments use 1. */
-  maxTurns: number;
+  /**
+   * Model turns after which the episode is truncated. Single-turn environments use 1. A function
+   * of the (parsed) args when the length of a game depends on them.
+   */
+  maxTurns: number | ((args: z.output<ArgsSchema>) => number);
   /**
    * Multi-turn rules: called after every model turn. Without it the episode ends after the
    * first turn (single-turn).
@@ -95,7 +98,8 @@ export interface Environment {
   readonly documentationUrl: string | undefined;
   readonly argsSchema: z.ZodType;
   readonly splits: readonly string[];
-  readonly maxTurns: number;
+  /** The spec's maxTurns when it is a number; null when it depends on the args (see maxTurnsFor). */
+  readonly maxTurns: number | null;
   readonly spec: EnvironmentSpec<z.ZodType, any>;
   readonly tools: readonly Tool[];
   /** The spec's rubric plus, for tool environments, the tool-use metrics. */
@@ -105,6 +109,8 @@ export interface Environment {
   /** The dataset for these args and split, or undefined for a generated environment. */
   datasetFor(args: unknown, split: string): readonly Example<any>[] | undefined;
   systemPromptFor(args: unknown): string | undefined;
+  /** The turn limit for these (parsed) args; throws when the spec's function gives no positive integer. */
+  maxTurnsFor(args: unknown): number;
 }
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -116,7 +122,10 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
 ): Environment {
   if (!NAME.test(spec.name)) throw new Error(`environment name ${JSON.stringify(spec.name)} must be lower-case kebab-case`);
   if (!spec.dataset === !spec.generate) throw new Error(`${spec.name}: give exactly one of dataset or generate`);
-  if (!(Number.isInteger(spec.maxTurns) && spec.maxTurns >= 1)) throw new Error(`${spec.name}: maxTurns must be a positive integer`);
+  const validTurns = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1;
+  if (typeof spec.maxTurns !== "function" && !validTurns(spec.maxTurns)) {
+    throw new Error(`${spec.name}: maxTurns must be a positive integer or a function of the args`);
+  }
   const tools = spec.tools ?? [];
   if (new Set(tools.map((t) => t.name)).size !== tools.length) throw new Error(`${spec.name}: duplicate tool names`);
   const rubric = tools.length > 0 ? [...spec.rubric, ...toolMetrics.filter((m) => !spec.rubric.some((r) => r.name === m.name))] : spec.rubric;
@@ -135,7 +144,7 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
     documentationUrl: spec.documentationUrl,
     argsSchema,
     splits: spec.splits ?? ["train"],
-    maxTurns: spec.maxTurns,
+    maxTurns: typeof spec.maxTurns === "function" ? null : spec.maxTurns,
     spec: spec as unknown as EnvironmentSpec<z.ZodType, any>,
     tools,
     rubric: rubric as readonly RubricEntry<any, any>[],
@@ -157,6 +166,13 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
     systemPromptFor(args) {
       const p = spec.systemPrompt;
       return typeof p === "function" ? p(args as z.output<ArgsSchema>) : p;
+    },
+    maxTurnsFor(args) {
+      const m = spec.maxTurns;
+      if (typeof m !== "function") return m;
+      const n = m(args as z.output<ArgsSchema>);
+      if (!validTurns(n)) throw new Error(`maxTurns(args) returned ${String(n)}, not a positive integer`);
+      return n;
     },
   };
 }

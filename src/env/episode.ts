@@ -7,6 +7,7 @@ import type { Environment, Example } from "./environment.ts";
 import { ApiError } from "./errors.ts";
 import type { Action, AssistantMessage, EnvMessage, JsonObject, Message } from "./messages.ts";
 import { PyRandom } from "../pycompat/random.ts";
+import { findNonJson } from "./json-check.ts";
 import { scoreRubric, type RubricScore } from "./rubric.ts";
 import type { Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
@@ -58,6 +59,41 @@ export interface StepResult {
   reward: number | null;
   done: boolean;
   episode_id: string;
+}
+
+/**
+ * A failure of the environment's own code that did not stop the step (a reward function that
+ * threw scores 0): returned so the server can log it with its stack.
+ */
+export interface EnvironmentFailure {
+  /** What failed, e.g. "reward correct_answer". */
+  where: string;
+  error: unknown;
+}
+
+/** The environment's code failed: EXECUTION_ERROR naming the environment and what failed, the original error as cause. */
+function executionError(env: Environment, what: string, err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new ApiError("EXECUTION_ERROR", `${env.name}: ${what} failed: ${message}`, undefined, { cause: err });
+}
+
+/** Run the environment's `what`, turning anything it throws into EXECUTION_ERROR. */
+function envCode<T>(env: Environment, what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw executionError(env, what, err);
+  }
+}
+
+/** The environment's state after `what` must be plain JSON (see json-check.ts). */
+function checkState(env: Environment, state: unknown, what: string): void {
+  if (typeof state !== "object" || state === null || Array.isArray(state)) {
+    throw new ApiError("EXECUTION_ERROR", `${env.name}: ${what} must leave state a plain object, not ${Array.isArray(state) ? "an array" : String(state)}`);
+  }
+  const bad = findNonJson(state, "state");
+  if (bad) throw new ApiError("EXECUTION_ERROR", `${env.name}: after ${what}, ${bad} (episode state must be plain JSON)`);
 }
 
 /** Default cap on an episode's conversation, in characters of message content. */
@@ -115,7 +151,7 @@ function pickExample(env: Environment, args: unknown, split: string, seed: numbe
     throw new ApiError("VALIDATION_ERROR", `unknown split ${JSON.stringify(split)}; this environment has ${env.splits.join(", ")}`);
   }
   const rng = new PyRandom(seed);
-  const rows = env.datasetFor(args, split);
+  const rows = envCode(env, "dataset", () => env.datasetFor(args, split));
   if (rows) {
     // Arguments can filter a dataset down to nothing: the client's input, so a 400.
     if (rows.length === 0) throw new ApiError("VALIDATION_ERROR", `no ${split} examples of ${env.name} match these args`);
@@ -131,7 +167,9 @@ function pickExample(env: Environment, args: unknown, split: string, seed: numbe
   } catch (err) {
     // Arguments the schema accepts can still ask for the impossible (a target range no numbers
     // reach): report it against the args rather than as a server fault.
-    throw new ApiError("VALIDATION_ERROR", `${env.name} cannot generate an example with these args: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ApiError("VALIDATION_ERROR", `${env.name} cannot generate an example with these args: ${err instanceof Error ? err.message : String(err)}`, undefined, {
+      cause: err,
+    });
   }
   return { example, index: index ?? null };
 }
@@ -147,10 +185,13 @@ export function resetEpisode(env: Environment, id: string, opts: ResetOptions): 
   const seed = opts.seed ?? randomSeed();
   const split = opts.split ?? env.splits[0]!;
   const { example, index } = pickExample(env, args, split, seed, opts.index);
-  const messages = toMessages(example.prompt, env.systemPromptFor(args));
+  const messages = toMessages(example.prompt, envCode(env, "systemPrompt", () => env.systemPromptFor(args)));
   const maxChars = opts.maxChars ?? DEFAULT_MAX_EPISODE_CHARS;
   checkSize(messages, maxChars, "the prompt");
-  const info = structuredClone((example.info ?? {}) as JsonObject);
+  const info = envCode(env, "the example's info", () => structuredClone((example.info ?? {}) as JsonObject));
+  const envState = env.spec.initialState ? envCode(env, "initialState", () => env.spec.initialState!(example, args)) : {};
+  checkState(env, envState, "initialState");
+  const maxTurns = envCode(env, "maxTurns", () => env.maxTurnsFor(args));
   const now = Date.now();
   const state: EpisodeState = {
     episode_id: id,
@@ -165,9 +206,9 @@ export function resetEpisode(env: Environment, id: string, opts: ResetOptions): 
     prompt_length: messages.length,
     answer: example.answer ?? "",
     info,
-    state: env.spec.initialState ? env.spec.initialState(example, args) : {},
+    state: envState,
     turn: 0,
-    max_turns: Math.min(env.maxTurns, opts.maxSteps ?? Infinity),
+    max_turns: Math.min(maxTurns, opts.maxSteps ?? Infinity),
     max_chars: maxChars,
     done: false,
     truncated: false,
@@ -201,7 +242,7 @@ export async function stepEpisode(
   previous: EpisodeState,
   action: Action,
   services: Services = {},
-): Promise<{ state: EpisodeState; result: StepResult }> {
+): Promise<{ state: EpisodeState; result: StepResult; failures: EnvironmentFailure[] }> {
   if (previous.done) {
     throw new ApiError("EPISODE_DONE", `episode ${previous.episode_id} is finished; reset to start a new one`);
   }
@@ -235,8 +276,9 @@ export async function stepEpisode(
       reply = normalizeReply(r.messages);
       envDone = r.done === true;
     } catch (err) {
-      throw new ApiError("EXECUTION_ERROR", `${env.name}: respond failed: ${err instanceof Error ? err.message : String(err)}`);
+      throw executionError(env, "respond", err);
     }
+    checkState(env, s.state, "respond");
   }
   s.messages.push(...reply);
   checkSize(s.messages, s.max_chars, "this episode");
@@ -245,19 +287,25 @@ export async function stepEpisode(
   s.truncated = truncated;
   s.updated_at = Date.now();
 
-  const observation: Observation = { messages: structuredClone(reply), turn: s.turn, truncated };
+  const observation: Observation = { messages: envCode(env, "respond's reply", () => structuredClone(reply)), turn: s.turn, truncated };
+  const failures: EnvironmentFailure[] = [];
   if (s.done) {
-    const score = await scoreEpisode(env, s, services);
+    const score = await scoreEpisode(env, s, services, (name, error) => failures.push({ where: `reward ${name}`, error }));
     s.reward = score.reward;
     s.metrics = score.metrics;
     s.reward_errors = score.errors ?? null;
     observation.metrics = score.metrics;
     if (score.errors) observation.info = { reward_errors: score.errors };
   }
-  return { state: s, result: { observation, reward: s.reward, done: s.done, episode_id: s.episode_id } };
+  return { state: s, result: { observation, reward: s.reward, done: s.done, episode_id: s.episode_id }, failures };
 }
 
-export function scoreEpisode(env: Environment, s: EpisodeState, services: Services = {}): Promise<RubricScore> {
+export function scoreEpisode(
+  env: Environment,
+  s: EpisodeState,
+  services: Services = {},
+  onError?: (name: string, error: unknown) => void,
+): Promise<RubricScore> {
   return scoreRubric(env.rubric, {
     prompt: s.messages.slice(0, s.prompt_length),
     completion: s.messages.slice(s.prompt_length),
@@ -266,7 +314,7 @@ export function scoreEpisode(env: Environment, s: EpisodeState, services: Servic
     state: s.state,
     args: s.args,
     ...services,
-  });
+  }, onError);
 }
 
 /** The OpenEnv State view of an episode (`episode_id`, `step_count`, plus ours). */
@@ -285,6 +333,9 @@ export function publicState(s: EpisodeState): JsonObject {
     reward: s.reward,
     metrics: s.metrics,
     messages: s.messages as unknown as JsonObject[],
+    // Once the episode is over the answer is no secret: a client can then score the completion
+    // statelessly (POST /score) as the episode did, which is what `envworker validate` checks.
+    ...(s.done ? { answer: s.answer, info: s.info } : {}),
   } as JsonObject;
 }
 

@@ -34,8 +34,10 @@ const STATUS: Record<ErrorCode, number> = {
   // The memory budget is used up: retry after a while (Retry-After), nothing was lost.
   OVERLOADED: 503,
   UNAUTHORIZED: 401,
-  // An environment's own code failed (not the client's input): reported, never a crash.
-  EXECUTION_ERROR: 500,
+  // An environment's own code failed on this request (respond, reset, a generator): reported with
+  // the code and logged with the stack, never a crash. Not 5xx: retrying the same request fails
+  // the same way, and the episode is kept as it was.
+  EXECUTION_ERROR: 422,
   INTERNAL_ERROR: 500,
 };
 
@@ -44,8 +46,9 @@ export class ApiError extends Error {
   readonly status: number;
   readonly details: unknown;
 
-  constructor(code: ErrorCode, message: string, details?: unknown) {
-    super(message);
+  /** `options.cause`: the environment's own error, whose stack the server logs (never sent). */
+  constructor(code: ErrorCode, message: string, details?: unknown, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = "ApiError";
     this.code = code;
     // Environment code that ran out of time is a gateway timeout, not a server fault.

@@ -37,9 +37,11 @@ export interface RubricScore {
   errors?: Record<string, string>;
 }
 
+/** `onError` sees each failing function's error itself (with its stack), for the server's log. */
 export async function scoreRubric<Info, Args>(
   rubric: readonly RubricEntry<Info, Args>[],
   input: RewardInput<Info, Args>,
+  onError?: (name: string, error: unknown) => void,
 ): Promise<RubricScore> {
   const metrics: Record<string, number> = {};
   const errors: Record<string, string> = {};
@@ -56,6 +58,7 @@ export async function scoreRubric<Info, Args>(
         return value;
       } catch (err) {
         errors[entry.name] = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        onError?.(entry.name, err);
         return 0;
       }
     }),

@@ -2,7 +2,7 @@
  * `envworker eval ENV`: roll an environment out against any OpenAI-compatible model, in process
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createSandbox, type Sandbox } from "../sandbox/index.ts";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
@@ -24,7 +24,11 @@ import { Progress, type ProgressStream } from "./progress.ts";
 
 export const EVAL_USAGE = `usage: envworker eval ENV [options]
 
-Roll ENV out against an OpenAI-compatible chat-completions model and report rewards.
+Roll ENV out against an OpenAI-compatible chat-completions model and report rewards. ENV is a
+shipped environment's name, a module (./src/index.ts), an installed package, or the name of an
+environment of the project's config (envworker.config.ts or package.json "envworker"); without
+ENV, the project's environment when its config lists exactly one. With --url, ENV is the name of
+an environment of that server (ENV may be left out only in process).
 
 model:
   -m, --model NAME             model name (default gpt-4.1-mini)
@@ -57,7 +61,7 @@ export interface EvalIO {
   stdout?: { write(s: string): unknown };
   stderr?: ProgressStream;
   env?: Record<string, string | undefined>;
-  /** Environments available in process (default: envs/index.ts). */
+  /** Environments available in process (default: ENV loaded as a spec, see src/cli/load.ts). */
   environments?: readonly Environment[];
   /** Clock for the run id and dates. */
   now?: () => Date;
@@ -91,8 +95,14 @@ const OPTIONS = {
 
 export function envworkerVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: string };
-    return pkg.version ?? "unknown";
+    // src/eval/command.ts in this repository, dist/src/eval/command.js in the package.
+    for (const up of ["../../package.json", "../../../package.json"]) {
+      const url = new URL(up, import.meta.url);
+      if (!existsSync(url)) continue;
+      const pkg = JSON.parse(readFileSync(url, "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "envworker") return pkg.version ?? "unknown";
+    }
+    return "unknown";
   } catch {
     return "unknown";
   }
@@ -154,6 +164,26 @@ export async function evalCommand(argv: string[], io: EvalIO = {}): Promise<numb
   }
 }
 
+/** The environment to evaluate in process: `spec` among the given environments, or loaded as a spec. */
+async function pickEnvironment(spec: string | undefined, given: readonly Environment[] | undefined): Promise<Environment> {
+  let all: readonly Environment[];
+  if (given) all = given;
+  else {
+    const { loadEnvironments, SpecError } = await import("../cli/load.ts");
+    try {
+      all = (await loadEnvironments(spec === undefined ? [] : [spec])).environments;
+    } catch (err) {
+      if (err instanceof SpecError) throw new EvalUsageError(err.message);
+      throw err;
+    }
+  }
+  const named = spec === undefined ? undefined : all.find((e) => e.name === spec);
+  if (named) return named;
+  if (spec !== undefined && given) throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}; known: ${all.map((e) => e.name).join(", ")}`);
+  if (all.length === 1) return all[0]!;
+  throw new EvalUsageError(`${spec === undefined ? "which environment?" : `${spec} holds several environments;`} give ENV, one of: ${all.map((e) => e.name).join(", ")}`);
+}
+
 interface Resolved {
   stdout: { write(s: string): unknown };
   stderr: ProgressStream;
@@ -188,8 +218,9 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     io.stdout.write(`${EVAL_USAGE}\n`);
     return 0;
   }
-  if (positionals.length !== 1) throw new EvalUsageError(positionals.length === 0 ? "which environment? give ENV" : `one environment at a time, got ${positionals.join(", ")}`);
-  const envName = positionals[0]!;
+  if (positionals.length > 1) throw new EvalUsageError(`one environment at a time, got ${positionals.join(", ")}`);
+  if (positionals.length === 0 && values.url !== undefined) throw new EvalUsageError("which environment of the server? give ENV");
+  let envName = positionals[0] ?? "";
 
   const model = values.model ?? "gpt-4.1-mini";
   const baseUrl = (values["api-base-url"] ?? io.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").replace(/\/+$/, "");
@@ -245,9 +276,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     }
     driver = remote;
   } else {
-    const all = io.environments ?? (await import("../../envs/index.ts")).environments;
-    const environment = all.find((e) => e.name === envName);
-    if (!environment) throw new EvalUsageError(`unknown environment ${JSON.stringify(envName)}; known: ${all.map((e) => e.name).join(", ")}`);
+    const environment = await pickEnvironment(positionals[0], io.environments);
+    envName = environment.name;
     envVersion = environment.version;
     let parsedArgs: unknown;
     try {

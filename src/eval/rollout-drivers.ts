@@ -218,7 +218,8 @@ export function redactUrl(url: string): string {
 function classifyEnvError(err: unknown): RetryDecision {
   if (!(err instanceof EnvCallError)) return { retry: false };
   if (err.code === "NETWORK_ERROR") return { retry: true };
-  // 500 is an environment's own code failing (EXECUTION_ERROR): deterministic, not retried.
+  // 500 is envworker's own failure (INTERNAL_ERROR): deterministic, not retried; an environment's
+  // code failing is 422 EXECUTION_ERROR, not retried either.
   const s = err.status;
   if (s !== undefined && isRetryableStatus(s) && s !== 500) {
     return { retry: true, afterMs: (err as EnvCallError & { retryAfterMs?: number }).retryAfterMs };

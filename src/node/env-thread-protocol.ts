@@ -18,11 +18,19 @@ export type ToThread =
   | { t: "service-result"; sid: number; result: RunResult }
   | { t: "service-error"; sid: number; message: string };
 
+/** An error as it crosses threads. */
+export interface ThreadError {
+  name: string;
+  message: string;
+  stack?: string | undefined;
+}
+
 export type FromThread =
   | { t: "ready"; envs: string[] }
   | { t: "load-error"; message: string }
   | { t: "done"; id: number; value: unknown }
-  | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown }
+  /** An ApiError; `cause` is the environment's own error behind it, for the main thread's log. */
+  | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown; cause?: ThreadError }
   | { t: "crashed"; id: number; message: string; stack?: string | undefined }
   | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions }
   /** The run's caller in the thread gave up (a tool's own timeout): cancel it. */

@@ -68,8 +68,8 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       return { state, result, bytes: stateBytes(state) };
     }
     case "step": {
-      const { state, result } = await stepEpisode(env, op.state, op.action, servicesFor(call));
-      return { state, result, bytes: stateBytes(state) };
+      const { state, result, failures } = await stepEpisode(env, op.state, op.action, servicesFor(call));
+      return { state, result, bytes: stateBytes(state), failures: failures.map((f) => ({ where: f.where, error: describe(f.error) })) };
     }
     case "score":
       return scoreItems(env, op.items, servicesFor(call));
@@ -78,6 +78,11 @@ async function run(op: CallOp, call: number): Promise<unknown> {
     case "examples":
       return listExamples(env, op.req);
   }
+}
+
+/** An error as plain data for the main thread's log (name, message, stack survive; the object does not). */
+function describe(err: unknown): { name: string; message: string; stack?: string | undefined } {
+  return err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : { name: "Error", message: String(err) };
 }
 
 port.on("message", (batch: ToThread[]) => {
@@ -94,7 +99,7 @@ function receive(msg: ToThread): void {
         (err: unknown) =>
           post(
             err instanceof ApiError
-              ? { t: "failed", id: msg.id, code: err.code, message: err.message, details: err.details }
+              ? { t: "failed", id: msg.id, code: err.code, message: err.message, details: err.details, ...(err.cause !== undefined ? { cause: describe(err.cause) } : {}) }
               : { t: "crashed", id: msg.id, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
           ),
       );

@@ -33,7 +33,7 @@ import { siblingModule, startWorker } from "./ts-worker.ts";
 import { anySignal } from "../sandbox/scope.ts";
 import type { RunResult, Sandbox } from "../sandbox/types.ts";
 import { inlineEngine, type CallScope, type EngineResetOptions, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
-import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
+import type { CallOp, FromThread, ThreadError, ToThread } from "./env-thread-protocol.ts";
 import { batchedPoster } from "./message-batch.ts";
 import { FairQueue } from "../server/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
@@ -451,7 +451,7 @@ export class EnvThreadPool implements EnvEngine {
     this.detach(call);
     if (call.settled) this.pump();
     else if (m.t === "done") this.settle(call, m.value, true);
-    else if (m.t === "failed") this.settle(call, new ApiError(m.code, m.message, m.details));
+    else if (m.t === "failed") this.settle(call, new ApiError(m.code, m.message, m.details, m.cause ? { cause: revive(m.cause) } : undefined));
     else {
       console.error(`envworker: ${call.op.env}: ${call.op.op} failed:`, m.stack ?? m.message);
       this.settle(call, new ApiError("INTERNAL_ERROR", m.message));
@@ -491,6 +491,21 @@ export class EnvThreadPool implements EnvEngine {
     if (--call.waitingOn === 0) call.resumedAt = performance.now();
     thread.post(result ? { t: "service-result", sid: m.sid, result } : { t: "service-error", sid: m.sid, message: failure! });
   }
+}
+
+/** An error from a thread, as an Error again (its stack is the thread's). */
+function revive(e: ThreadError): Error {
+  const err = new Error(e.message);
+  err.name = e.name;
+  if (e.stack) err.stack = e.stack;
+  return err;
+}
+
+/** A step's reward failures come back as plain data: revive them for the host's log. */
+function revived(op: CallOp, value: unknown): unknown {
+  if (op.op !== "step") return value;
+  const stepped = value as Omit<Stepped, "failures"> & { failures?: { where: string; error: ThreadError }[] };
+  return { ...stepped, failures: stepped.failures?.map((f) => ({ where: f.where, error: revive(f.error) })) };
 }
 
 function cancelled(): ApiError {

@@ -34,7 +34,7 @@ import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from ".
 export interface QuickJSSandboxOptions {
   /**
    * The compiled QuickJS wasm. Required on Workers, which refuse to compile wasm from bytes:
-   * `import wasm from "./quickjs.wasm"` (made by scripts/copy-quickjs-wasm.mjs) and pass it here.
+   * `import wasm from "#quickjs/sync.wasm"` (see src/workers/sandbox.ts) and pass it here.
    * Without it the variant loads its own .wasm file (Node).
    */
   wasmModule?: WebAssembly.Module;

@@ -20,6 +20,7 @@ import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
 import { WsSession, wsError } from "./ws-session.ts";
 import { mountWeb } from "../web/mount.ts";
+import { logger, redactPath } from "./log.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
@@ -170,9 +171,20 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 
   // The routes are served at the root and under /t/{token}/ (for clients that cannot send headers).
   const root = new Hono<AppEnv>();
+  // ENVWORKER_LOG=info: one line per request (method, path with any token redacted, status, time).
+  root.use("*", async (c, next) => {
+    const log = logger();
+    if (!log.enabled("info")) return next();
+    const started = performance.now();
+    await next();
+    const url = new URL(c.req.url);
+    log.info(`${c.req.method} ${redactPath(url.pathname + url.search)} ${c.res.status}`, { ms: Math.round((performance.now() - started) * 10) / 10 });
+  });
   root.onError((err, c) => {
     const e = toApiError(err);
     if (e.code === "OVERLOADED") c.header("retry-after", String(OVERLOADED_RETRY_AFTER_S));
+    // Our own failures (not the client's, not an environment's: those are logged where they happen).
+    if (e.code === "INTERNAL_ERROR") logger().error(`${c.req.method} ${redactPath(c.req.path)} failed: ${e.message}`, undefined, err);
     return c.json(e.toJSON(), e.status as 400);
   });
   root.notFound((c) => c.json(new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));

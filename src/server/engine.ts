@@ -6,7 +6,7 @@
  * env-threads.ts), so that a slow or runaway environment never stalls the event loop.
  */
 import type { Environment } from "../env/environment.ts";
-import { stepEpisode, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import { stepEpisode, type EnvironmentFailure, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
 import type { Action } from "../env/messages.ts";
 import type { RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
@@ -27,6 +27,8 @@ export interface Stepped {
   result: StepResult;
   /** What the stored state costs, counted against the server's memory budget (see memory.ts). */
   bytes: number;
+  /** Reward functions that threw during the step (scored 0; the host logs them). */
+  failures?: EnvironmentFailure[];
 }
 
 /** A reset's options, with the example reference a client may name instead of split/index/seed/args. */
@@ -66,8 +68,8 @@ export function inlineEngine(services: Services | ScopeServices = {}): EnvEngine
       return { state, result, bytes: stateBytes(state) };
     },
     async step(env, previous, action, scope) {
-      const { state, result } = await stepEpisode(env, previous, action, forScope(scope));
-      return { state, result, bytes: stateBytes(state) };
+      const { state, result, failures } = await stepEpisode(env, previous, action, forScope(scope));
+      return { state, result, bytes: stateBytes(state), failures };
     },
     score: (env, items, scope) => scoreItems(env, items, forScope(scope)),
     mcp: (env, body, scope) => handleMcp(env, body, forScope(scope)),

@@ -9,8 +9,25 @@ import { ApiError } from "../env/errors.ts";
 import type { EpisodeStore } from "./episode-store.ts";
 import { newEpisodeId } from "./ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
-import type { EnvEngine } from "./engine.ts";
+import type { EnvEngine, Stepped } from "./engine.ts";
 import type { MemoryBudget } from "./memory.ts";
+import { logger } from "./log.ts";
+
+/**
+ * Log a failure of the environment's own code (or of ours: INTERNAL_ERROR) with the environment,
+ * the episode and the stack. Client mistakes are not logged, except those the environment's code
+ * threw on (a generator refusing the args: VALIDATION_ERROR with a cause), at warn.
+ */
+export function logEnvironmentError(envName: string, episodeId: string | undefined, what: string, err: unknown): void {
+  const api = err instanceof ApiError ? err : undefined;
+  const ours = api === undefined || api.code === "EXECUTION_ERROR" || api.code === "INTERNAL_ERROR";
+  if (!ours && api?.cause === undefined) return;
+  const message = err instanceof Error ? err.message : String(err);
+  const fields = { env: envName, episode: episodeId };
+  const stack = api?.cause !== undefined ? api.cause : err;
+  if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
+  else logger().warn(`${what} refused: ${message}`, fields, stack);
+}
 
 export interface EpisodeHost {
   /** `example`: a reference from POST B/examples, resolved by the engine. */
@@ -39,10 +56,16 @@ export class StoreEpisodeHost implements EpisodeHost {
     const create = async (id: string) => {
       // New episodes are the first thing refused when memory runs short: existing ones keep working.
       this.budget?.admit(0);
-      const { state, result, bytes } = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id });
-      this.budget?.admit(bytes);
-      await this.store.create(state, bytes);
-      return result;
+      let made: Stepped;
+      try {
+        made = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id });
+      } catch (err) {
+        logEnvironmentError(env.name, id, "reset", err);
+        throw err;
+      }
+      this.budget?.admit(made.bytes);
+      await this.store.create(made.state, made.bytes);
+      return made.result;
     };
     // A client-chosen id may be one whose last step is still running (close, then reset with the
     // same id): queue behind it, so that step cannot write its old state over the new episode.
@@ -52,11 +75,18 @@ export class StoreEpisodeHost implements EpisodeHost {
   step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult> {
     return this.serialized(episodeId, async () => {
       const current = await this.load(env, episodeId);
-      const { state, result, bytes } = await this.engine.step(env, current, action, { key: episodeId, signal });
+      let stepped: Stepped;
+      try {
+        stepped = await this.engine.step(env, current, action, { key: episodeId, signal });
+      } catch (err) {
+        logEnvironmentError(env.name, episodeId, "step", err);
+        throw err;
+      }
+      for (const f of stepped.failures ?? []) logEnvironmentError(env.name, episodeId, f.where, f.error);
       // A step that grows the episode past the budget is refused; the episode stays as it was.
-      this.budget?.admit(bytes - (this.store.bytesOf?.(episodeId) ?? 0));
-      await this.store.put(state, bytes);
-      return result;
+      this.budget?.admit(stepped.bytes - (this.store.bytesOf?.(episodeId) ?? 0));
+      await this.store.put(stepped.state, stepped.bytes);
+      return stepped.result;
     });
   }
 

@@ -7,6 +7,7 @@ import type { ScoreItem } from "./protocol.ts";
 import { referencedExample } from "./examples.ts";
 import { scoreRubric, type RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
+import { logEnvironmentError } from "./episode-host.ts";
 
 function asMessages(value: string | Message[] | undefined, role: "user" | "assistant"): Message[] {
   if (value === undefined) return [];
@@ -36,5 +37,17 @@ export async function scoreItems(env: Environment, items: readonly ScoreItem[], 
       ...services,
     };
   }));
-  return Promise.all(inputs.map((input) => scoreRubric(env.rubric, input)));
+  // A batch may fail item after item the same way: one log line (the first, with its stack) per request.
+  let failed = 0;
+  let first: { where: string; error: unknown } | undefined;
+  const results = await Promise.all(
+    inputs.map((input, i) =>
+      scoreRubric(env.rubric, input, (name, error) => {
+        failed++;
+        first ??= { where: `score items[${i}]: reward ${name}`, error };
+      }),
+    ),
+  );
+  if (first) logEnvironmentError(env.name, undefined, failed > 1 ? `${first.where} (and ${failed - 1} more)` : first.where, first.error);
+  return results;
 }

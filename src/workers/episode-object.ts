@@ -5,8 +5,8 @@
  * nothing.
  */
 import { DurableObject } from "cloudflare:workers";
-import { environments } from "../../envs/index.ts";
 import { configFromEnv } from "../server/config.ts";
+import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
 import { inlineEngine } from "../server/engine.ts";
@@ -21,13 +21,6 @@ import { StorageEpisodeStore } from "./storage-store.ts";
 import { workersSandbox } from "./sandbox.ts";
 import type { Services } from "../env/services.ts";
 
-const byName = new Map(environments.map((e) => [e.name, e]));
-
-function envNamed(name: string): Environment {
-  const env = byName.get(name);
-  if (!env) throw new ApiError("UNKNOWN_ENV", `unknown environment ${JSON.stringify(name)}`);
-  return env;
-}
 
 /** Headers the Worker adds when it hands a WebSocket upgrade to a fresh object. */
 export const WS_ENV_HEADER = "x-envworker-env";
@@ -39,7 +32,26 @@ interface SocketAttachment {
   episodeId?: string | undefined;
 }
 
-export class Episode extends DurableObject<WorkerBindings> {
+/** The constructor workerd calls for the Episode binding. */
+export type EpisodeClass = new (ctx: DurableObjectState, env: WorkerBindings) => EpisodeObject;
+
+/**
+ * The Durable Object class for these environments. A class per environment list, because workerd
+ * constructs it with only (state, bindings): what it serves has to be closed over.
+ */
+export function episodeClass(environments: readonly Environment[]): EpisodeClass {
+  const byName = new Map(environments.map((e) => [e.name, e]));
+  return class Episode extends EpisodeObject {
+    protected envNamed(name: string): Environment {
+      const env = byName.get(name);
+      if (!env) throw new ApiError("UNKNOWN_ENV", `unknown environment ${JSON.stringify(name)}`);
+      return env;
+    }
+  };
+}
+
+export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
+  protected abstract envNamed(name: string): Environment;
   private readonly store: StorageEpisodeStore;
   private readonly host: StoreEpisodeHost;
   private readonly maxWsMessageBytes: number;
@@ -47,7 +59,9 @@ export class Episode extends DurableObject<WorkerBindings> {
 
   constructor(ctx: DurableObjectState, env: WorkerBindings) {
     super(ctx, env);
-    const config = configFromEnv(stringVars(env));
+    const vars = stringVars(env);
+    setLogger(createLogger(logLevelFromEnv(vars)));
+    const config = configFromEnv(vars);
     this.store = new StorageEpisodeStore(ctx.storage, config.idleTimeoutMs);
     this.services = { sandbox: workersSandbox() };
     this.host = new StoreEpisodeHost(this.store, inlineEngine(this.services), { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
@@ -55,19 +69,19 @@ export class Episode extends DurableObject<WorkerBindings> {
   }
 
   reset(envName: string, opts: ResetOptions & { episode_id: string }): Promise<Envelope<StepResult>> {
-    return capture(() => this.host.reset(envNamed(envName), opts));
+    return capture(() => this.host.reset(this.envNamed(envName), opts));
   }
 
   step(envName: string, episodeId: string, action: Action): Promise<Envelope<StepResult>> {
-    return capture(() => this.host.step(envNamed(envName), episodeId, action));
+    return capture(() => this.host.step(this.envNamed(envName), episodeId, action));
   }
 
   state(envName: string, episodeId: string): Promise<Envelope<JsonObject>> {
-    return capture(() => this.host.state(envNamed(envName), episodeId));
+    return capture(() => this.host.state(this.envNamed(envName), episodeId));
   }
 
   close(envName: string, episodeId: string): Promise<Envelope<boolean>> {
-    return capture(() => this.host.close(envNamed(envName), episodeId));
+    return capture(() => this.host.close(this.envNamed(envName), episodeId));
   }
 
   override async alarm(): Promise<void> {
@@ -127,6 +141,6 @@ export class Episode extends DurableObject<WorkerBindings> {
       state: (env, id) => this.host.state(env, id),
       close: (env, id) => this.host.close(env, id),
     };
-    return new WsSession(envNamed(att.env), host, { maxMessageBytes: this.maxWsMessageBytes, episodeId: att.episodeId, services: this.services });
+    return new WsSession(this.envNamed(att.env), host, { maxMessageBytes: this.maxWsMessageBytes, episodeId: att.episodeId, services: this.services });
   }
 }

@@ -48,11 +48,21 @@ export function EnvListPage(props: { envs: readonly Environment[]; paths: Paths 
   );
 }
 
+/** An environment's turn limit for display: its maxTurns, or (when that depends on the args) the default args' limit. */
+function maxTurnsShown(env: Environment): number {
+  if (env.maxTurns !== null) return env.maxTurns;
+  try {
+    return env.maxTurnsFor(env.parseArgs({}));
+  } catch {
+    return 0;
+  }
+}
+
 export function PlaygroundPage(props: { env: Environment; envs: readonly Environment[]; paths: Paths }) {
   const { env, paths } = props;
   const base = `/envs/${encodeURIComponent(env.name)}`;
   const boot: Boot = {
-    env: { name: env.name, description: env.description, version: env.version, max_turns: env.maxTurns, splits: [...env.splits] },
+    env: { name: env.name, description: env.description, version: env.version, max_turns: maxTurnsShown(env), splits: [...env.splits] },
     api: `${paths.prefix}${base}`,
     shownApi: `${paths.shownPrefix}${base}`,
   };

@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+// `npm run build` (and `prepack`): compile the package's JavaScript and .d.ts into dist/ with tsc,
+// so `npm pack` ships code a consumer runs without tsx or this repository's tsconfig.
+// Two passes: Node + the shipped environments, then envworker/workers with the Workers types.
+import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const tsc = createRequire(join(root, "package.json")).resolve("typescript/bin/tsc");
+
+rmSync(join(root, "dist"), { recursive: true, force: true });
+for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
+  // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
+  execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
+}
+console.error("build: dist/ written");

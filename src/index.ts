@@ -1,0 +1,40 @@
+/**
+ * `envworker`: the environment author's API. Everything a module that default-exports
+ * `defineEnvironment({...})` needs; serving is in `envworker/node` and `envworker/workers`, unit
+ * testing in `envworker/testing`. What is not exported here (or there) is internal.
+ */
+
+// zod, re-exported: an environment's args schema and envworker then share one copy of zod.
+export { z } from "zod";
+
+// Defining environments and tools.
+export {
+  defineEnvironment,
+  type EnvReply,
+  type Environment,
+  type EnvironmentSpec,
+  type Example,
+  type ExampleSource,
+  type GenerateContext,
+  type TurnContext,
+} from "./env/environment.ts";
+export { defineTool, type McpTool, type OpenAITool, type Tool, type ToolContext, type ToolSpec } from "./env/define-tool.ts";
+export type { RewardFunction, RewardInput, RubricEntry, RubricScore } from "./env/rubric.ts";
+export type { Action, AssistantMessage, EnvMessage, JsonObject, JsonValue, Message, SystemMessage, ToolCall, ToolMessage, UserMessage } from "./env/messages.ts";
+export type { Services } from "./env/services.ts";
+export type { Observation, StepResult } from "./env/episode.ts";
+
+// Reading the model's replies.
+export { extractAllTags, extractTag, parseAnswer, stripThink } from "./env/parsers.ts";
+
+// CPython-identical helpers: the seeded generator and difflib's ratio.
+export { PyRandom } from "./pycompat/random.ts";
+export { matchingBlocks, SequenceMatcher, sequenceRatio } from "./pycompat/difflib.ts";
+
+// Math answers and arithmetic.
+export { answersMatch, extractBoxedAnswer, gradeReply, lastBoxed, parseNumericAnswer, type CompareOptions, type GradeOptions, type NumericAnswer } from "./math/math-answer.ts";
+export { calculate, type EvalResult as ArithResult, type ParseOptions as ArithOptions } from "./math/arith.ts";
+
+// Built-in tools, and the sandbox they (and code rewards) run in.
+export { calculatorTool, createCalculatorTool, createJavascriptTool, javascriptTool, type CalculatorToolOptions, type JavascriptToolOptions } from "./tools/builtin.ts";
+export type { RunOptions, RunResult, Sandbox } from "./sandbox/types.ts";

@@ -1,0 +1,75 @@
+/**
+ * `envworker/workers`: serve environments from Cloudflare Workers. The same Hono app as Node;
+ * stateless routes (metadata, schema, score, mcp) are answered by the Worker, each episode lives in
+ * its own `Episode` Durable Object, and each WebSocket is handed to a fresh one that accepts it
+ * with the Hibernation API.
+ *
+ *   // src/worker.ts of a project
+ *   import { createWorker } from "envworker/workers";
+ *   import myEnv from "./index.ts";
+ *   const worker = createWorker([myEnv]);
+ *   export const Episode = worker.Episode;
+ *   export default { fetch: worker.fetch };
+ *
+ * wrangler.toml binds the class as `EPISODES` (see the scaffold `envworker init` writes).
+ */
+import type { Environment } from "../env/environment.ts";
+import { configFromEnv } from "../server/config.ts";
+import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
+import { createApp } from "../server/app.ts";
+import { newEpisodeId } from "../server/ids.ts";
+import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
+import { DurableObjectEpisodeHost } from "./durable-host.ts";
+import { workersSandbox } from "./sandbox.ts";
+import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
+
+/** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
+export interface EnvworkerWorker {
+  /** The Worker's fetch handler: `export default { fetch: worker.fetch }`. */
+  fetch(request: Request, env: any, ctx: any): Response | Promise<Response>;
+  /** The Durable Object class to export as `Episode` (bound as `EPISODES` in wrangler.toml). */
+  Episode: new (ctx: any, env: any) => object;
+}
+
+export type { WorkerBindings };
+
+/** A Worker and its Durable Object class serving `environments`. */
+export function createWorker(environments: readonly Environment[]): EnvworkerWorker {
+  if (environments.length === 0) throw new Error("createWorker: give at least one environment");
+  const names = new Set<string>();
+  for (const e of environments) {
+    if (names.has(e.name)) throw new Error(`createWorker: two environments are named ${JSON.stringify(e.name)}`);
+    names.add(e.name);
+  }
+  let bindings: WorkerBindings | undefined;
+  let app: ReturnType<typeof createApp> | undefined;
+
+  function appFor(env: WorkerBindings) {
+    bindings = env;
+    if (app) return app;
+    const vars = stringVars(env);
+    // ENVWORKER_LOG from wrangler.toml's [vars] (Workers have no process.env).
+    setLogger(createLogger(logLevelFromEnv(vars)));
+    const config = configFromEnv(vars);
+    app = createApp({
+      envs: environments,
+      host: new DurableObjectEpisodeHost(() => bindings!),
+      maxBodyBytes: config.maxBodyBytes,
+      services: { sandbox: workersSandbox() },
+      token: config.token,
+      webSocket: (c) => {
+        const object = newEpisodeId();
+        const headers = new Headers(c.req.raw.headers);
+        headers.set(WS_ENV_HEADER, c.get("env").name);
+        headers.set(WS_OBJECT_HEADER, object);
+        return episodeObject(bindings!, object).fetch(new Request(c.req.raw, { headers }));
+      },
+    });
+    return app;
+  }
+
+  return {
+    fetch: (request, env: WorkerBindings, ctx: ExecutionContext) => appFor(env).fetch(request, env, ctx),
+    Episode: episodeClass(environments),
+  };
+}
