@@ -1,5 +1,5 @@
 /**
- * Worker threads whose entry module may be TypeScript. Loaders registered in the parent (tsx
+ * Worker threads whose entry module (or what it imports) may be TypeScript. Loaders registered in the parent (tsx
  * through its API, as bin/envworker.js does, or vitest's) do not reach worker threads, and a failed
  * import is cached, so the bootstrap registers tsx inside the thread before the first import.
  * Every thread pool on Node (QuickJS runs, environment code) starts its threads through this.
@@ -9,13 +9,13 @@ import { Worker, type WorkerOptions } from "node:worker_threads";
 const BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
 (async () => {
-  if (workerData.__entry.endsWith(".ts")) {
-    try {
-      const { register } = await import(workerData.__tsx);
-      register();
-    } catch {
-      // No tsx: this Node may strip types natively; the import below says if not.
-    }
+  // Always, not only for a .ts entry: an installed envworker runs compiled .js, and the modules a
+  // thread imports (a user's environments) may still be TypeScript.
+  try {
+    const { register } = await import(workerData.__tsx);
+    register();
+  } catch {
+    // No tsx: this Node may strip types natively; the import below says if not.
   }
   await import(workerData.__entry);
 })().catch((err) => { setImmediate(() => { throw err; }); });
