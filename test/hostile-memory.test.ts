@@ -85,7 +85,11 @@ describe("memory a client can make the server keep", () => {
       for (const ws of sockets) ws.close();
       return replies.flat();
     }, { minProbes: 3 });
-    expectServed("8 sockets × 60 queued 1 MB messages", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    // 480 MB arrive through the one event loop that also serves the probe: reading, unmasking and
+    // parsing them, and collecting that much garbage, is work no budget removes. Measured here: the
+    // slowest probe at 0.9–1.2 s on 2 shared cores; the bound is 2 s so the row tests the budget
+    // and the server's survival, not the machine's speed.
+    expectServed("8 sockets × 60 queued 1 MB messages", outcome, { maxRssGrowthMiB: BUDGET_MB * 4, deadlineMs: 2000 });
     expect(outcome.result.length).toBe(480);
     // How many did not fit depends on how fast the server drains them; that the budget refuses
     // what does not fit is pinned in test/memory-budget.test.ts.
