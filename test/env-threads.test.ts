@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
-import { FairQueue } from "../src/server/fair-queue.ts";
+import { FairQueue } from "../src/sandbox/fair-queue.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

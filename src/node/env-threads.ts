@@ -35,7 +35,7 @@ import type { RunResult, Sandbox } from "../sandbox/types.ts";
 import { inlineEngine, type CallScope, type EngineResetOptions, type EnvEngine, type ScopeServices, type Stepped } from "../server/engine.ts";
 import type { CallOp, FromThread, ThreadError, ToThread } from "./env-thread-protocol.ts";
 import { batchedPoster } from "./message-batch.ts";
-import { FairQueue } from "../server/fair-queue.ts";
+import { FairQueue } from "../sandbox/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
 import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
 

@@ -5,6 +5,7 @@
  * one run per slot, not by the whole backlog. A waiter whose signal aborts leaves the queue at once
  * (its `run` rejects with a CancelledError) and never runs.
  */
+import { FairQueue } from "./fair-queue.ts";
 
 export interface QueueOptions {
   /** Queue to wait in (default: the shared unnamed queue). */
@@ -25,9 +26,7 @@ interface Waiter {
 
 export class Limiter {
   private active = 0;
-  /** Keys in turn order: the key at the front is served next, then moves to the back. */
-  private readonly queues = new Map<string, Waiter[]>();
-  private waiting = 0;
+  private readonly queue = new FairQueue<Waiter>();
   /** Waiters per signal: one abort listener per signal, however many runs share it (an episode's). */
   private readonly bySignal = new WeakMap<AbortSignal, Set<Waiter>>();
 
@@ -37,18 +36,18 @@ export class Limiter {
 
   /** Tasks waiting for a slot, over all keys. */
   get pending(): number {
-    return this.waiting;
+    return this.queue.size;
   }
 
   /** Tasks waiting under `key`. */
   pendingFor(key: string): number {
-    return this.queues.get(key)?.length ?? 0;
+    return this.queue.sizeOf(key);
   }
 
   async run<T>(task: () => Promise<T>, options: QueueOptions = {}): Promise<T> {
     const { signal } = options;
     if (signal?.aborted) throw cancelled(signal);
-    if (this.active < this.max && this.waiting === 0) this.active++;
+    if (this.active < this.max && this.queue.size === 0) this.active++;
     else await this.enqueue(options.key ?? "", signal);
     try {
       return await task();
@@ -65,19 +64,11 @@ export class Limiter {
           resolve();
         },
         cancel: () => {
-          const queue = this.queues.get(key);
-          const at = queue?.indexOf(waiter) ?? -1;
-          if (at < 0) return; // already started
-          queue!.splice(at, 1);
-          this.waiting--;
-          if (queue!.length === 0) this.queues.delete(key);
+          if (!this.queue.remove(key, waiter)) return; // already started
           reject(cancelled(signal));
         },
       };
-      let queue = this.queues.get(key);
-      if (!queue) this.queues.set(key, (queue = []));
-      queue.push(waiter);
-      this.waiting++;
+      this.queue.push(key, waiter);
       if (signal) this.watch(signal, waiter);
     });
   }
@@ -101,18 +92,9 @@ export class Limiter {
 
   /** Hands the finished task's slot to the next key's oldest waiter (active stays the same), or frees it. */
   private handOver(): void {
-    const next = this.queues.entries().next();
-    if (next.done) {
-      this.active--;
-      return;
-    }
-    const [key, queue] = next.value;
-    const waiter = queue.shift()!;
-    this.waiting--;
-    // Rotate: this key goes to the back of the turn order (or leaves it when it has nobody left).
-    this.queues.delete(key);
-    if (queue.length > 0) this.queues.set(key, queue);
-    waiter.start();
+    const waiter = this.queue.shift();
+    if (waiter) waiter.start();
+    else this.active--;
   }
 }
 

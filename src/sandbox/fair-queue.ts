@@ -1,7 +1,8 @@
 /**
  * A queue that is fair across keys: items come out round-robin over the keys that have any, in
  * arrival order within a key. One key's backlog of a thousand items delays another key's single
- * item by at most one item per other key.
+ * item by at most one item per other key. The sandbox's limiter and the Node server's
+ * environment threads both queue through it.
  */
 export class FairQueue<T> {
   private readonly byKey = new Map<string, T[]>();
@@ -11,6 +12,11 @@ export class FairQueue<T> {
 
   get size(): number {
     return this.count;
+  }
+
+  /** Items queued under `key`. */
+  sizeOf(key: string): number {
+    return this.byKey.get(key)?.length ?? 0;
   }
 
   push(key: string, item: T): void {
