@@ -112,7 +112,13 @@ export async function callTool(tool: Tool, args: unknown, services: Services, ca
   };
   if (callerSignal?.aborted) onCallerAbort();
   else callerSignal?.addEventListener("abort", onCallerAbort, { once: true });
-  const ctx = { ...services, signal: controller.signal, sandbox: services.sandbox && toolSandbox(services.sandbox, controller.signal, clock) };
+  // Every code sandbox the tool may use: its runs stop the tool's clock while they wait their turn.
+  const ctx = {
+    ...services,
+    signal: controller.signal,
+    sandbox: services.sandbox && toolSandbox(services.sandbox, controller.signal, clock),
+    python: services.python && toolSandbox(services.python, controller.signal, clock),
+  };
   try {
     const value = await Promise.race([Promise.resolve().then(() => tool.run(parsed.data, ctx)), timeout]);
     return { ok: true, content: render(value) };

@@ -16,7 +16,9 @@ export type CallOp =
 export type ToThread =
   | { t: "call"; id: number; seq: number; op: CallOp }
   | { t: "service-result"; sid: number; result: RunResult }
-  | { t: "service-error"; sid: number; message: string };
+  | { t: "service-error"; sid: number; message: string }
+  /** The run left the sandbox's queue and started (RunOptions.onStart, across threads). */
+  | { t: "service-started"; sid: number };
 
 /** An error as it crosses threads. */
 export interface ThreadError {

@@ -33,7 +33,7 @@ try {
 }
 
 /** Service requests of calls in progress, by request id. */
-const waiting = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void }>();
+const waiting = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void; onStart?: (() => void) | undefined }>();
 let nextServiceId = 1;
 
 /** The services one call sees: proxies whose runs are executed (and scheduled) by the main thread. */
@@ -46,9 +46,9 @@ function servicesFor(call: number): Services {
         const sid = nextServiceId++;
         // A signal and a callback cannot cross threads: the main thread cancels the run when this
         // signal fires (a tool's own timeout) or when the call ends.
-        const { signal, onStart: _onStart, ...plain } = options;
+        const { signal, onStart, ...plain } = options;
         return new Promise<RunResult>((resolve, reject) => {
-          waiting.set(sid, { resolve, reject });
+          waiting.set(sid, { resolve, reject, onStart });
           post({ t: "service", call, sid, name, code, options: plain });
           signal?.addEventListener("abort", () => post({ t: "service-cancel", sid }), { once: true });
         });
@@ -103,6 +103,10 @@ function receive(msg: ToThread): void {
               : { t: "crashed", id: msg.id, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
           ),
       );
+      break;
+    case "service-started":
+      // The run left the sandbox's queue: a tool's clock runs again from here.
+      waiting.get(msg.sid)?.onStart?.();
       break;
     case "service-result": {
       const w = waiting.get(msg.sid);

@@ -481,7 +481,7 @@ export class EnvThreadPool implements EnvEngine {
     let failure: string | undefined;
     thread.runs.set(m.sid, own);
     try {
-      result = await service.run(m.code, m.options);
+      result = await service.run(m.code, { ...m.options, onStart: () => thread.post({ t: "service-started", sid: m.sid }) });
     } catch (err) {
       failure = err instanceof Error ? err.message : String(err);
     } finally {

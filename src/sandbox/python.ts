@@ -205,10 +205,14 @@ export class PythonSandbox implements Sandbox {
     const stdin = options.stdin ?? "";
     // Fair across keys (episodes, clients) and dropped from the queue when its caller gives up,
     // like the JavaScript backends.
-    return queued(this.limiter, options, async () => {
+    // The run starts (`onStart`: a tool's clock resumes) once it has an interpreter: loading one
+    // takes seconds, and that is the server's cost, not the guest's.
+    const { onStart, ...rest } = options;
+    return queued(this.limiter, rest, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
       const interpreter = await this.acquire(limits);
       if (!interpreter) return errorResult("SandboxError", "could not start a Python interpreter", 0);
+      onStart?.();
       try {
         return await interpreter.run({ code, stdin, limits, globalsJson }, this.slackMs);
       } finally {
