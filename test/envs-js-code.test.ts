@@ -175,9 +175,10 @@ describe.each(["quickjs", "isolated-vm"] as const)("js-code: episodes on %s", (k
       [2, "[15]"],
       [3, "[16]"],
     ]);
-    // gcd by trial division gets gcd(0, x) wrong: 5 of 8.
-    const slow = "function gcd(a, b) {\n  for (let d = Math.min(a, b); d > 1; d--) if (a % d === 0 && b % d === 0) return d;\n  return 1;\n}";
-    expect((await play(gcdIndex, fence(slow))).result.reward).toBe(0.625);
+    // A gcd that gets gcd(0, x) wrong (1 whenever an argument is 0): 5 of 8. Euclid, not trial
+    // division, so a slow machine cannot turn a wrong answer into a timeout.
+    const zeroWrong = "function gcd(a, b) {\n  if (a === 0 || b === 0) return 1;\n  while (b) [a, b] = [b, a % b];\n  return a;\n}";
+    expect((await play(gcdIndex, fence(zeroWrong))).result.reward).toBe(0.625);
   });
 
   it("reports the failures as a final message with feedback: true", async () => {

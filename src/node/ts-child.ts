@@ -6,6 +6,7 @@
  */
 import { fork, type ChildProcess, type ForkOptions } from "node:child_process";
 import { createRequire } from "node:module";
+import { setPriority } from "node:os";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 let tsxLoader: string | undefined;
@@ -34,5 +35,13 @@ export interface ForkChildOptions extends Omit<ForkOptions, "execArgv"> {
 export function forkChild(entry: URL, options: ForkChildOptions = {}): ChildProcess {
   const execArgv = [...(options.execArgv ?? [])];
   if (entry.pathname.endsWith(".ts")) execArgv.push("--import", tsx());
-  return fork(fileURLToPath(entry), [], { ...options, execArgv });
+  const child = fork(fileURLToPath(entry), [], { ...options, execArgv });
+  // Below the server in CPU priority, like the worker threads (ts-worker.ts): a guest that spins
+  // must not slow the process that serves I/O.
+  try {
+    if (child.pid) setPriority(child.pid, 10);
+  } catch {
+    // Not permitted here: the child runs at the server's priority.
+  }
+  return child;
 }

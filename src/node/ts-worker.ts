@@ -8,6 +8,13 @@ import { Worker, type WorkerOptions } from "node:worker_threads";
 
 const BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
+// Work in these threads (environment code, sandboxed guests) may spin until its deadline: it runs
+// at a lower CPU priority than the thread that serves I/O, so on a busy machine the server keeps
+// answering. Linux: a thread's id names it to setpriority.
+try {
+  const tid = Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop());
+  if (tid > 0) require("node:os").setPriority(tid, 10);
+} catch {}
 (async () => {
   // Always, not only for a .ts entry: an installed envworker runs compiled .js, and the modules a
   // thread imports (a user's environments) may still be TypeScript.
