@@ -9,6 +9,7 @@ import { rawRequest } from "./helpers/raw-http.ts";
 import { alphabetSortGold, reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { validateBase } from "../src/cli/validate.ts";
+import { routeAccessSuite } from "./routes-auth.ts";
 
 export interface ConformanceTarget {
   /** Server origin, e.g. http://127.0.0.1:8000 */
@@ -24,6 +25,7 @@ const lastUser = (messages: { role: string; content: string }[]) => [...messages
 export function conformanceSuite(platform: string, target: ConformanceTarget): void {
   const rt = () => `${target.origin()}/envs/reverse-text`;
   const as = () => `${target.origin()}/envs/alphabet-sort`;
+  routeAccessSuite(platform, { open: target.origin, guarded: target.withToken });
 
   describe(`protocol conformance (${platform})`, () => {
     describe("discovery (what `openenv validate --url B` checks)", () => {
@@ -271,6 +273,17 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         });
         expect(res.status).toBe(413);
         expect(JSON.parse(res.body).error.code).toBe("PAYLOAD_TOO_LARGE");
+      });
+
+      it("accepts a body of exactly the limit and refuses one byte more, declared and chunked", async () => {
+        const body = (n: number) => '{"seed":1}'.padEnd(n, " ");
+        const path = `${new URL(rt()).pathname}/reset`;
+        for (const chunked of [false, true]) {
+          const send = (n: number) =>
+            rawRequest(target.origin(), { method: "POST", path, headers: { "content-type": "application/json" }, body: [body(n).slice(0, 100), body(n).slice(100)], chunked });
+          expect((await send(target.maxBodyBytes)).status, `exactly the limit, chunked: ${chunked}`).toBe(200);
+          expect((await send(target.maxBodyBytes + 1)).status, `one byte more, chunked: ${chunked}`).toBe(413);
+        }
       });
 
       it("an episode in play is undisturbed by all of the above", async () => {

@@ -50,6 +50,9 @@ export interface AppOptions {
 
 export type AppEnv = { Variables: { env: Environment } };
 
+/** Every route under /envs/{name}/ with its method (the tests generate their access matrix from it). */
+export const ENV_ROUTES: Readonly<Record<string, string>> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
+
 export function createApp(opts: AppOptions): Hono<AppEnv> {
   const envs = new Map(opts.envs.map((e) => [e.name, e]));
   const maxBody = opts.maxBodyBytes ?? 1 << 20;
@@ -162,9 +165,8 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
 
   // A known route asked with the wrong method is 405, not 404.
-  const ROUTES: Record<string, string> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
   app.all(`${b}/:route`, (c) => {
-    const allowed = ROUTES[c.req.param("route")];
+    const allowed = ENV_ROUTES[c.req.param("route")];
     if (!allowed) throw new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`);
     return c.json(new ApiError("METHOD_NOT_ALLOWED", `${c.req.path} accepts ${allowed}, not ${c.req.method}`).toJSON(), 405, { allow: allowed });
   });

@@ -384,10 +384,6 @@ class GroupAndScoreTests(ServerTestCase):
         self.assertEqual([r.reward for r in results[-4:]], [1.0, 0.5, 1.0, 0.5])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TokenTests(unittest.TestCase):
     """A server started with ENVWORKER_TOKEN: the client's ``token`` is what lets it in."""
 
@@ -414,3 +410,7 @@ class TokenTests(unittest.TestCase):
             with self.assertRaises(EnvworkerError) as ctx:
                 env.reset(seed=1)
             self.assertEqual(ctx.exception.code, "UNAUTHORIZED")
+
+
+if __name__ == "__main__":
+    unittest.main()

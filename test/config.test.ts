@@ -1,0 +1,56 @@
+/**
+ * configFromEnv in process: every numeric setting of the README's settings table has the
+ * documented default and is read in its documented unit; values that are not non-negative
+ * integers are refused. (test/settings.test.ts sets each variable on a real server; this file
+ * runs the same code where coverage and mutation testing can see it.)
+ */
+import { describe, expect, it } from "vitest";
+import { configFromEnv, type ServerConfig } from "../src/server/config.ts";
+import { readmeSettings } from "./helpers/readme.ts";
+
+const ROWS = readmeSettings();
+const DOCUMENTED = ROWS.flatMap((r) => r.names);
+
+// refusal of values that are not non-negative integers.
+
+/** Where each numeric setting lands in ServerConfig, and the unit it is given in. */
+const NUMERIC: Record<string, { field: keyof ServerConfig; scale: number }> = {
+  PORT: { field: "port", scale: 1 },
+  ENVWORKER_MAX_EPISODES: { field: "maxEpisodes", scale: 1 },
+  ENVWORKER_IDLE_TIMEOUT_S: { field: "idleTimeoutMs", scale: 1000 },
+  ENVWORKER_MAX_BODY_BYTES: { field: "maxBodyBytes", scale: 1 },
+  ENVWORKER_MAX_WS_MESSAGE_BYTES: { field: "maxWsMessageBytes", scale: 1 },
+  ENVWORKER_MAX_EPISODE_CHARS: { field: "maxEpisodeChars", scale: 1 },
+  ENVWORKER_MAX_STEPS: { field: "maxSteps", scale: 1 },
+  ENVWORKER_ENV_TIMEOUT_S: { field: "envTimeoutMs", scale: 1000 },
+  ENVWORKER_MAX_MEMORY_MB: { field: "maxMemoryBytes", scale: 2 ** 20 },
+  ENVWORKER_SANDBOX_CONCURRENCY: { field: "sandboxConcurrency", scale: 1 },
+  ENVWORKER_SHUTDOWN_GRACE_S: { field: "shutdownGraceMs", scale: 1000 },
+};
+
+describe("configFromEnv (in process)", () => {
+  it("has the README's default for every numeric setting, and reads each in its documented unit", () => {
+    const defaults = configFromEnv({});
+    for (const row of ROWS) {
+      row.names.forEach((name, i) => {
+        const n = NUMERIC[name];
+        if (!n) return;
+        expect(defaults[n.field], `${name} default`).toBe(Number(row.defaults[i]) * n.scale);
+        expect(configFromEnv({ [name]: "7" })[n.field], name).toBe(7 * n.scale);
+        expect(configFromEnv({ [name]: "0" })[n.field], name).toBe(0);
+        expect(configFromEnv({ [name]: "" })[n.field], `${name} empty`).toBe(defaults[n.field]);
+        for (const bad of ["-1", "1.5", "ten", "1e999"]) expect(() => configFromEnv({ [name]: bad }), `${name}=${bad}`).toThrow(`${name} must be a non-negative integer, got "${bad}"`);
+      });
+    }
+    expect(Object.keys(NUMERIC).filter((k) => !DOCUMENTED.includes(k))).toEqual([]);
+  });
+
+  it("takes HOST and ENVWORKER_TOKEN as given, an empty value as unset", () => {
+    const defaults = configFromEnv({});
+    expect(defaults.host).toBe("127.0.0.1");
+    expect(defaults.token).toBeUndefined();
+    expect(configFromEnv({ HOST: "0.0.0.0", ENVWORKER_TOKEN: "s3cret" })).toMatchObject({ host: "0.0.0.0", token: "s3cret" });
+    expect(configFromEnv({ HOST: "", ENVWORKER_TOKEN: "" })).toMatchObject({ host: "127.0.0.1", token: undefined });
+  });
+});
+

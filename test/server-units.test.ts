@@ -1,0 +1,152 @@
+/**
+ * The episode store and the memory budget at their exact boundaries (found by mutation testing:
+ * `npm run mutate`): idle expiry at exactly the timeout, the sweep's interval, byte accounting
+ * through create / put / delete / expiry, and the budget's refusal and its error.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ApiError } from "../src/env/errors.ts";
+import type { EpisodeState } from "../src/env/episode.ts";
+import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import { MemoryBudget, OVERLOADED_RETRY_AFTER_S } from "../src/server/memory.ts";
+
+const state = (id: string) => ({ episode_id: id }) as unknown as EpisodeState;
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("MemoryEpisodeStore", () => {
+  it("drops an episode untouched for exactly the idle timeout, keeps one a millisecond younger", () => {
+    let t = 1000;
+    const store = new MemoryEpisodeStore({ idleTimeoutMs: 100, now: () => t });
+    store.create(state("a"));
+    t += 99;
+    expect(store.get("a")).toBeDefined(); // touched at 1099
+    t += 100;
+    expect(store.get("a")).toBeUndefined();
+    store.create(state("b"));
+    t += 100;
+    expect(store.expireIdle()).toBe(1);
+    expect(store.size).toBe(0);
+  });
+
+  it("expires only the episodes past the timeout, in order of last use", () => {
+    let t = 0;
+    const store = new MemoryEpisodeStore({ idleTimeoutMs: 100, now: () => t });
+    store.create(state("a"));
+    t = 10;
+    store.create(state("b"));
+    t = 50;
+    store.get("a"); // a is now the most recent
+    t = 111;
+    expect(store.expireIdle()).toBe(1);
+    expect(store.get("b")).toBeUndefined();
+    expect(store.get("a")).toBeDefined();
+  });
+
+  it("counts the bytes of every stored state through create, put, delete and expiry", () => {
+    let t = 0;
+    const store = new MemoryEpisodeStore({ idleTimeoutMs: 100, now: () => t });
+    store.create(state("a"), 10);
+    store.create(state("b"), 7);
+    expect(store.bytes).toBe(17);
+    expect(store.bytesOf("a")).toBe(10);
+    expect(store.bytesOf("nope")).toBe(0);
+    store.put(state("a"), 25);
+    expect(store.bytes).toBe(32);
+    expect(store.bytesOf("a")).toBe(25);
+    store.put(state("gone"), 1000); // not stored: nothing counted
+    expect(store.bytes).toBe(32);
+    expect(store.delete("b")).toBe(true);
+    expect(store.delete("b")).toBe(false);
+    expect(store.bytes).toBe(25);
+    t = 500;
+    store.expireIdle();
+    expect(store.bytes).toBe(0);
+  });
+
+  it("refuses a second episode with the same id and one past capacity, with the counts", () => {
+    const store = new MemoryEpisodeStore({ maxEpisodes: 1 });
+    store.create(state("a"));
+    expect(() => store.create(state("a"))).toThrow(expect.objectContaining({ code: "EPISODE_EXISTS", message: "episode a already exists" }));
+    try {
+      store.create(state("b"));
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toMatchObject({ code: "CAPACITY_REACHED", details: { active_sessions: 1, max_sessions: 1 } });
+      expect((err as Error).message).toContain("maximum of 1 open episodes");
+    }
+  });
+
+  it("has the documented defaults", () => {
+    const store = new MemoryEpisodeStore();
+    expect(store.maxEpisodes).toBe(10_000);
+    expect(store.idleTimeoutMs).toBe(600_000);
+  });
+
+  it("sweeps every quarter of the timeout, at least every second and at most every 30 s", () => {
+    vi.useFakeTimers();
+    for (const [idle, interval] of [
+      [8000, 2000],
+      [1000, 1000],
+      [3_600_000, 30_000],
+    ] as const) {
+      const store = new MemoryEpisodeStore({ idleTimeoutMs: idle });
+      const sweep = vi.spyOn(store, "expireIdle");
+      store.startSweeping();
+      vi.advanceTimersByTime(interval - 1);
+      expect(sweep, `idle ${idle}`).toHaveBeenCalledTimes(0);
+      vi.advanceTimersByTime(1);
+      expect(sweep, `idle ${idle}`).toHaveBeenCalledTimes(1);
+      store.stopSweeping();
+      vi.advanceTimersByTime(interval * 3);
+      expect(sweep).toHaveBeenCalledTimes(1);
+    }
+  });
+
+  it("restarting the sweep replaces the old timer", () => {
+    vi.useFakeTimers();
+    const store = new MemoryEpisodeStore({ idleTimeoutMs: 8000 });
+    const sweep = vi.spyOn(store, "expireIdle");
+    store.startSweeping(100);
+    store.startSweeping(100);
+    vi.advanceTimersByTime(100);
+    expect(sweep).toHaveBeenCalledTimes(1);
+    store.stopSweeping();
+  });
+});
+
+describe("MemoryBudget", () => {
+  it("refuses with OVERLOADED, the budget in MiB and a retry delay", () => {
+    let stored = 0;
+    const budget = new MemoryBudget(3 * 2 ** 20, () => stored);
+    stored = 3 * 2 ** 20;
+    try {
+      budget.admit(1);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toMatchObject({ code: "OVERLOADED", details: { retry_after_s: OVERLOADED_RETRY_AFTER_S } });
+      expect((err as Error).message).toContain("memory budget (3 MiB for episodes and queued messages) is used up");
+    }
+    expect(OVERLOADED_RETRY_AFTER_S).toBe(5);
+  });
+
+  it("admits a negative size as nothing, and counts held bytes until released", () => {
+    let stored = 50;
+    const budget = new MemoryBudget(100, () => stored);
+    expect(() => budget.admit(-1000)).not.toThrow();
+    budget.hold(30);
+    expect(budget.usedBytes).toBe(80);
+    expect(() => budget.hold(21)).toThrow(/memory budget/);
+    expect(budget.usedBytes).toBe(80); // a refused hold keeps nothing
+    budget.release(30);
+    expect(budget.usedBytes).toBe(50);
+    stored = 99;
+    expect(() => budget.admit(0)).not.toThrow();
+    stored = 100;
+    expect(() => budget.admit(0)).toThrow(/memory budget/);
+    // A step that shrinks an episode is not refused even when the budget is used up.
+    expect(() => budget.admit(-5)).not.toThrow();
+  });
+});

@@ -1,0 +1,246 @@
+/**
+ * Every row of the README's settings table, set through the real environment variable on a real
+ * server (`envworker serve` in a child process), observed where it takes effect: exactly the
+ * limit passes, one more fails. The table is read from README.md, and the last test fails when a
+ * row has no test here (or a test names a setting the README does not have), so the two cannot
+ * drift apart. (test/config.test.ts checks configFromEnv in process against the table's defaults.)
+ */
+import { availableParallelism } from "node:os";
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { conversationChars } from "../src/env/episode.ts";
+import { startLiveServer, type LiveServer } from "./helpers/hostile.ts";
+import { rawRequest } from "./helpers/raw-http.ts";
+import { freePort, spawnServe } from "./helpers/serve-process.ts";
+import { OpenEnvWsClient } from "./helpers/ws-client.ts";
+import { readmeSettings } from "./helpers/readme.ts";
+
+const DOCUMENTED = readmeSettings().flatMap((r) => r.names);
+
+/** Settings with a live test below (filled while the tests are collected). */
+const TESTED = new Set<string>();
+/** A test of a setting: registers it, so the drift check knows it is covered. */
+function setting(names: string[], title: string, fn: () => Promise<void>, timeout = 60_000) {
+  for (const n of names) TESTED.add(n);
+  it(`${names.join(", ")}: ${title}`, fn, timeout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live servers, one per group of settings that do not disturb each other.
+
+const LIMITS = { ENVWORKER_MAX_BODY_BYTES: "4096", ENVWORKER_MAX_WS_MESSAGE_BYTES: "2048", ENVWORKER_MAX_STEPS: "2", ENVWORKER_MAX_EPISODE_CHARS: "3000" };
+const SESSIONS = { ENVWORKER_MAX_EPISODES: "2", ENVWORKER_IDLE_TIMEOUT_S: "3", ENVWORKER_TOKEN: "settings-token" };
+const CODE = { ENVWORKER_ENV_TIMEOUT_S: "5", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_MAX_MEMORY_MB: "1" };
+
+let limits: LiveServer;
+let sessions: LiveServer;
+let code: LiveServer;
+
+beforeAll(async () => {
+  [limits, sessions, code] = await Promise.all([startLiveServer(LIMITS), startLiveServer(SESSIONS), startLiveServer(CODE)]);
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([limits?.stop(), sessions?.stop(), code?.stop()]);
+});
+
+async function call(server: Pick<LiveServer, "url" | "headers">, method: string, path: string, body?: unknown) {
+  const res = await fetch(server.url + path, {
+    method,
+    headers: { "content-type": "application/json", ...server.headers },
+    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** `{"seed":1}` padded with JSON whitespace to exactly `bytes` bytes. */
+const paddedReset = (bytes: number) => '{"seed":1}'.padEnd(bytes, " ");
+
+const mcpJs = (server: LiveServer, code: string) =>
+  call(server, "POST", "/envs/math-tools/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code } } });
+const mcpText = (r: { body: any }) => r.body.result.content[0].text as string;
+
+describe("settings through the real environment variables (envworker serve)", () => {
+  setting(["ENVWORKER_MAX_BODY_BYTES"], "a body of exactly the limit is accepted, one byte more is 413 (declared and chunked)", async () => {
+    const rt = "/envs/reverse-text/reset";
+    expect((await call(limits, "POST", rt, paddedReset(4096))).status).toBe(200);
+    const over = await call(limits, "POST", rt, paddedReset(4097));
+    expect(over.status).toBe(413);
+    expect(over.body.error.code).toBe("PAYLOAD_TOO_LARGE");
+    const origin = limits.url;
+    const chunked = (bytes: number) =>
+      rawRequest(origin, { method: "POST", path: rt, headers: { "content-type": "application/json" }, chunked: true, body: [paddedReset(bytes).slice(0, 1000), paddedReset(bytes).slice(1000)] });
+    expect((await chunked(4096)).status).toBe(200);
+    expect((await chunked(4097)).status).toBe(413);
+  });
+
+  setting(["ENVWORKER_MAX_WS_MESSAGE_BYTES"], "a message of exactly the limit is served, one more gets a PAYLOAD_TOO_LARGE error reply", async () => {
+    const ws = await OpenEnvWsClient.connect(`${limits.url}/envs/reverse-text`);
+    const message = (n: number) => JSON.stringify({ type: "reset", data: { seed: 1 } }).padEnd(n, " ");
+    const ok = await ws.sendRaw(message(2048));
+    expect(ok.type).toBe("observation");
+    const over = await ws.sendRaw(message(2049));
+    expect(over).toMatchObject({ type: "error", data: { code: "VALIDATION_ERROR", reason: "PAYLOAD_TOO_LARGE" } });
+    // The session goes on: the refused message changed nothing.
+    expect((await ws.send({ type: "state" })).data.episode_id).toBe(ok.data.episode_id);
+    ws.close();
+  });
+
+  setting(["ENVWORKER_MAX_STEPS"], "an episode is truncated after exactly that many steps (math-tools allows 8)", async () => {
+    const base = "/envs/math-tools";
+    const r = await call(limits, "POST", `${base}/reset`, { seed: 3 });
+    expect(r.status).toBe(200);
+    const toolTurn = (i: number) => ({
+      episode_id: r.body.episode_id,
+      action: { content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "calculator", arguments: '{"expression":"1+1"}' } }] },
+    });
+    const first = await call(limits, "POST", `${base}/step`, toolTurn(1));
+    expect(first.body).toMatchObject({ done: false });
+    const second = await call(limits, "POST", `${base}/step`, toolTurn(2));
+    expect(second.body).toMatchObject({ done: true, observation: { truncated: true } });
+  });
+
+  setting(["ENVWORKER_MAX_EPISODE_CHARS"], "a step that brings the conversation to exactly the limit passes; one character more is 413 and the episode stays as it was", async () => {
+    const base = "/envs/reverse-text";
+    const a = await call(limits, "POST", `${base}/reset`, { seed: 5 });
+    // (3000 characters fit in the 4096-byte body limit, so the 413 below is the episode cap's.)
+    const room = 3000 - conversationChars(a.body.observation.messages);
+    expect(room).toBeGreaterThan(0);
+    const ok = await call(limits, "POST", `${base}/step`, { episode_id: a.body.episode_id, action: { content: "x".repeat(room) } });
+    expect(ok.status).toBe(200);
+    const b = await call(limits, "POST", `${base}/reset`, { seed: 5 });
+    const over = await call(limits, "POST", `${base}/step`, { episode_id: b.body.episode_id, action: { content: "x".repeat(room + 1) } });
+    expect(over.status).toBe(413);
+    expect(over.body.error.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(over.body.error.message).toContain("more than 3000 characters");
+    expect((await call(limits, "GET", `${base}/state?episode_id=${b.body.episode_id}`)).body).toMatchObject({ step_count: 0, done: false });
+  });
+
+  setting(["ENVWORKER_TOKEN"], "without the token 401, with it served; /health stays open", async () => {
+    const open = { url: sessions.url, headers: {} };
+    expect((await call(open, "GET", "/health")).status).toBe(200);
+    const refused = await call(open, "GET", "/envs");
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer /);
+    expect((await call(sessions, "GET", "/envs")).status).toBe(200);
+  });
+
+  setting(["ENVWORKER_MAX_EPISODES", "ENVWORKER_IDLE_TIMEOUT_S"], "exactly that many episodes open, one more is 429; an episode lives the idle timeout in seconds, then is dropped and its slot freed", async () => {
+    const base = "/envs/reverse-text";
+    const a = await call(sessions, "POST", `${base}/reset`, {});
+    const b = await call(sessions, "POST", `${base}/reset`, {});
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const full = await call(sessions, "POST", `${base}/reset`, {});
+    expect(full.status).toBe(429);
+    expect(full.body.error).toMatchObject({ code: "CAPACITY_REACHED", details: { max_sessions: 2 } });
+    // Still there a second later (the timeout is seconds, not milliseconds)...
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await call(sessions, "GET", `${base}/state?episode_id=${a.body.episode_id}`)).status).toBe(200);
+    // ...and gone once it has been left alone for longer than 3 s (the sweep runs every second).
+    await new Promise((r) => setTimeout(r, 5000));
+    const gone = await call(sessions, "GET", `${base}/state?episode_id=${a.body.episode_id}`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.code).toBe("UNKNOWN_EPISODE");
+    expect((await call(sessions, "POST", `${base}/reset`, {})).status).toBe(200);
+  });
+
+  setting(["ENVWORKER_ENV_TIMEOUT_S"], "a call into environment code within the deadline finishes; one past it is 504 EXECUTION_ERROR (TIMEOUT)", async () => {
+    const base = "/envs/js-code";
+    const loop = { content: "```js\nwhile (true) {}\n```" };
+    // The sandbox stops the loop after timeout_ms: 300 ms is well inside 5 s, 20 s is not.
+    const quick = await call(code, "POST", `${base}/reset`, { args: { timeout_ms: 300 } });
+    const inside = await call(code, "POST", `${base}/step`, { episode_id: quick.body.episode_id, action: loop });
+    expect(inside.status).toBe(200);
+    expect(inside.body.observation.metrics.timed_out).toBe(1);
+    const slow = await call(code, "POST", `${base}/reset`, { args: { timeout_ms: 20_000 } });
+    const past = await call(code, "POST", `${base}/step`, { episode_id: slow.body.episode_id, action: loop });
+    expect(past.status).toBe(504);
+    expect(past.body.error).toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "TIMEOUT" } });
+    expect(past.body.error.message).toContain("within 5 s");
+    // The episode stays as it was.
+    expect((await call(code, "GET", `${base}/state?episode_id=${slow.body.episode_id}`)).body).toMatchObject({ step_count: 0, done: false });
+  });
+
+  setting(["ENVWORKER_SANDBOX"], "chooses the engine that runs model code (QuickJS has no Intl, V8 does)", async () => {
+    expect(mcpText(await mcpJs(code, "console.log(typeof Intl)"))).toContain("stdout:\nundefined");
+    expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
+  });
+
+  setting(["ENVWORKER_SANDBOX_CONCURRENCY"], "1 runs model code one at a time; the default runs one per CPU at once", async () => {
+    // Each run busy-waits 600 ms and prints when it started and ended (by the sandbox's clock).
+    const busy = "const s = Date.now(); while (Date.now() - s < 600) {} console.log(s, Date.now())";
+    const intervals = async (server: LiveServer) =>
+      (await Promise.all([mcpJs(server, busy), mcpJs(server, busy)])).map((r) => mcpText(r).match(/(\d+) (\d+)/)!.slice(1).map(Number) as [number, number]);
+    const [x, y] = (await intervals(code)).sort((p, q) => p[0] - q[0]);
+    expect(y![0], "one at a time: the second starts after the first ended").toBeGreaterThanOrEqual(x![1]);
+    if (availableParallelism() >= 2) {
+      const [p, q] = (await intervals(limits)).sort((m, n) => m[0] - n[0]);
+      expect(q![0], "two at once: the second starts before the first ended").toBeLessThan(p![1]);
+    }
+  });
+
+  setting(["ENVWORKER_MAX_MEMORY_MB"], "past the budget a growing step is 503 OVERLOADED with Retry-After, and the episode keeps working", async () => {
+    const base = "/envs/reverse-text";
+    const r = await call(code, "POST", `${base}/reset`, { seed: 2 });
+    // 600,000 characters are 1.2 MB at two bytes a character: more than 1 MiB.
+    const big = await call(code, "POST", `${base}/step`, { episode_id: r.body.episode_id, action: { content: "x".repeat(600_000) } });
+    expect(big.status).toBe(503);
+    expect(big.body.error.code).toBe("OVERLOADED");
+    expect(Number(big.headers.get("retry-after"))).toBeGreaterThan(0);
+    const small = await call(code, "POST", `${base}/step`, { episode_id: r.body.episode_id, action: { content: "x".repeat(300_000) } });
+    expect(small.status).toBe(200);
+    // The same step on a server with the default budget is fine.
+    const d = await call(sessions, "POST", `${base}/reset`, { seed: 2 });
+    expect(d.status).toBe(200);
+    const fine = await call(sessions, "POST", `${base}/step`, { episode_id: d.body.episode_id, action: { content: "x".repeat(600_000) } });
+    expect(fine.status).toBe(200);
+  });
+
+  setting(["PORT", "HOST"], "serve listens where they say", async () => {
+    const port = await freePort("127.0.0.2");
+    const s = await spawnServe([], { PORT: String(port), HOST: "127.0.0.2" });
+    try {
+      expect(s.url).toBe(`http://127.0.0.2:${port}`);
+      expect((await fetch(`${s.url}/health`)).status).toBe(200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  setting(["ENVWORKER_SHUTDOWN_GRACE_S"], "on SIGTERM an in-flight request still finishes within the grace, and a stuck one is cut off when it ends", async () => {
+    const server = await startLiveServer({ ENVWORKER_SHUTDOWN_GRACE_S: "3" });
+    const { port } = new URL(server.url);
+    // Warm up first (the first reset starts the environment threads), so the request that must
+    // finish within the grace does not pay for that.
+    expect((await call(server, "POST", "/envs/reverse-text/reset", {})).status).toBe(200);
+    const body = '{"seed":1}';
+    // Two requests in flight: their headers sent, the bodies not yet.
+    const open = () => {
+      const sock = connect(Number(port), "127.0.0.1");
+      let received = "";
+      sock.on("data", (d) => (received += d.toString()));
+      const ended = new Promise<string>((res) => sock.on("close", () => res(received)));
+      sock.on("error", () => undefined);
+      sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 3)}`);
+      return { sock, ended };
+    };
+    const finishing = open();
+    const stuck = open();
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = server.stop(); // SIGTERM
+    await new Promise((r) => setTimeout(r, 300));
+    finishing.sock.write(body.slice(3)); // (not end(): a half-closed socket is dropped unanswered)
+    expect(await finishing.ended).toMatch(/^HTTP\/1\.1 200 /);
+    // The stuck request never completes: the server closes it after the grace and exits by itself.
+    expect(await stuck.ended).not.toMatch(/^HTTP\/1\.1 200 /);
+    expect(await stopped).toBe("0");
+  });
+});
+
+describe("the README's settings table and this file", () => {
+  it("has a live test for every documented setting, and documents every tested one", () => {
+    expect(DOCUMENTED.length).toBeGreaterThanOrEqual(14);
+    expect(DOCUMENTED.filter((n) => !TESTED.has(n)), "README rows without a test").toEqual([]);
+    expect([...TESTED].filter((n) => !DOCUMENTED.includes(n)), "tested settings the README does not list").toEqual([]);
+  });
+});
