@@ -5,6 +5,7 @@
  * text, and the last tests fail when a flag has no test here, so a new flag needs one.
  */
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -89,8 +90,14 @@ describe("envworker validate", () => {
     }
   });
 
+  flag("validate", ["--action"], "plays the episode with the given model turn", async () => {
+    const r = await run(process.execPath, ["--no-node-snapshot", "bin/envworker.js", "validate", "reverse-text", "--action", "flag-test turn"], { cwd: ROOT });
+    expect(r.stdout).toMatch(/^PASS reverse-text$/m);
+    expect(r.stdout).toContain('an episode played with a scripted turn ("flag-test turn")');
+  });
+
   flag("validate", ["--help"], "prints the usage", async () => {
-    expect(await cliUsage("validate")).toContain("usage: envworker validate [--url ORIGIN]");
+    expect(await cliUsage("validate")).toContain("usage: envworker validate [--url URL]");
   });
 });
 
@@ -187,6 +194,18 @@ describe("envworker eval", () => {
     expect(r.stdout + r.stderr).toContain("usage: envworker eval ENV");
   });
 });
+
+/**
+ * Flags observed by a test in another file (named here, and that file must exercise the flag):
+ * `serve --watch` restarts a server when its module changes, which test/cli.test.ts plays out.
+ */
+const TESTED_ELSEWHERE: Record<string, { command: string; file: string }> = { "--watch": { command: "serve", file: "test/cli.test.ts" } };
+for (const [f, where] of Object.entries(TESTED_ELSEWHERE)) {
+  it(`${where.command} ${f} is tested in ${where.file}`, () => {
+    expect(readFileSync(resolve(ROOT, where.file), "utf8")).toContain(f);
+    TESTED[where.command]!.add(f);
+  });
+}
 
 describe("every flag in the usage texts has a test here", () => {
   it("eval", () => {

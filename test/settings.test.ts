@@ -145,20 +145,35 @@ describe("settings through the real environment variables (envworker serve)", ()
   });
 
   setting(["ENVWORKER_ENV_TIMEOUT_S"], "a call into environment code within the deadline finishes; one past it is 504 EXECUTION_ERROR (TIMEOUT)", async () => {
-    const base = "/envs/js-code";
-    const loop = { content: "```js\nwhile (true) {}\n```" };
-    // The sandbox stops the loop after timeout_ms: 300 ms is well inside 5 s, 20 s is not.
-    const quick = await call(code, "POST", `${base}/reset`, { args: { timeout_ms: 300 } });
-    const inside = await call(code, "POST", `${base}/step`, { episode_id: quick.body.episode_id, action: loop });
-    expect(inside.status).toBe(200);
-    expect(inside.body.observation.metrics.timed_out).toBe(1);
-    const slow = await call(code, "POST", `${base}/reset`, { args: { timeout_ms: 20_000 } });
-    const past = await call(code, "POST", `${base}/step`, { episode_id: slow.body.episode_id, action: loop });
-    expect(past.status).toBe(504);
-    expect(past.body.error).toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "TIMEOUT" } });
-    expect(past.body.error.message).toContain("within 5 s");
-    // The episode stays as it was.
-    expect((await call(code, "GET", `${base}/state?episode_id=${slow.body.episode_id}`)).body).toMatchObject({ step_count: 0, done: false });
+    // The deadline counts an environment's own computing (waits for sandbox runs have their own
+    // limits), so the test serves an environment whose reward spins: test/fixtures/slow-env.ts.
+    const own = await startLiveServer({ ENVWORKER_ENV_TIMEOUT_S: "2" }, ["reverse-text", "test/fixtures/slow-env.ts"]);
+    try {
+      const base = "/envs/slow-reward";
+      const reset = await call(own, "POST", `${base}/reset`, { seed: 1 });
+      const inside = await call(own, "POST", `${base}/step`, { episode_id: reset.body.episode_id, action: { content: "ok" } });
+      expect(inside.status).toBe(200);
+      const past = await call(own, "POST", `${base}/step`, { episode_id: reset.body.episode_id, action: { content: "spin" } });
+      expect(past.status).toBe(504);
+      expect(past.body.error).toMatchObject({ code: "EXECUTION_ERROR", details: { reason: "TIMEOUT" } });
+      expect(past.body.error.message).toContain("within 2 s");
+      // The episode stays as it was.
+      expect((await call(own, "GET", `${base}/state?episode_id=${reset.body.episode_id}`)).body).toMatchObject({ step_count: 1, done: false });
+    } finally {
+      await own.stop();
+    }
+  });
+
+  setting(["ENVWORKER_LOG"], "info: one line per request on stderr; the default (warn): none", async () => {
+    const own = await startLiveServer({ ENVWORKER_LOG: "info" }, ["reverse-text"]);
+    try {
+      expect((await call(own, "GET", "/envs/reverse-text/metadata")).status).toBe(200);
+      await expect.poll(() => own.stderr()).toMatch(/ info GET \/envs\/reverse-text\/metadata 200/);
+    } finally {
+      await own.stop();
+    }
+    expect((await call(limits, "GET", "/envs/reverse-text/metadata")).status).toBe(200);
+    expect(limits.stderr()).not.toMatch(/ info GET /);
   });
 
   setting(["ENVWORKER_SANDBOX"], "chooses the engine that runs model code (QuickJS has no Intl, V8 does)", async () => {
@@ -167,13 +182,15 @@ describe("settings through the real environment variables (envworker serve)", ()
   });
 
   setting(["ENVWORKER_SANDBOX_CONCURRENCY"], "1 runs model code one at a time; the default runs one per CPU at once", async () => {
-    // Each run busy-waits 600 ms and prints when it started and ended (by the sandbox's clock).
-    const busy = "const s = Date.now(); while (Date.now() - s < 600) {} console.log(s, Date.now())";
+    // Each run busy-waits 1 s and prints when it started and ended (by the sandbox's clock).
+    const busy = "const s = Date.now(); while (Date.now() - s < 1000) {} console.log(s, Date.now())";
     const intervals = async (server: LiveServer) =>
       (await Promise.all([mcpJs(server, busy), mcpJs(server, busy)])).map((r) => mcpText(r).match(/(\d+) (\d+)/)!.slice(1).map(Number) as [number, number]);
     const [x, y] = (await intervals(code)).sort((p, q) => p[0] - q[0]);
     expect(y![0], "one at a time: the second starts after the first ended").toBeGreaterThanOrEqual(x![1]);
     if (availableParallelism() >= 2) {
+      // Sandbox processes start on first use (~0.5 s each): a first round starts both.
+      await intervals(limits);
       const [p, q] = (await intervals(limits)).sort((m, n) => m[0] - n[0]);
       expect(q![0], "two at once: the second starts before the first ended").toBeLessThan(p![1]);
     }
