@@ -318,7 +318,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   const progress = new Progress({ total: jobs.length, stream: io.stderr, label: envName });
   // With -s the run is written as it goes, so `envworker view` can show it live.
   const live = values["save-results"] ? new LiveResults(resultsDir(outputDir, envName, model, runId)) : undefined;
-  live?.start({
+  // What metadata.json says of the run's settings, while it runs and at its end.
+  const settings = {
     env: envName,
     env_version: envVersion,
     env_args: envArgs ?? {},
@@ -327,11 +328,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     envworker_url: values.url !== undefined ? driver.location : null,
     num_examples: n,
     rollouts_per_example: r,
-    seed,
-    split: effectiveSplit ?? null,
-    run_id: runId,
-    started_at: started.toISOString(),
-  });
+  };
+  live?.start({ ...settings, seed, split: effectiveSplit ?? null, run_id: runId, started_at: started.toISOString() });
   const t0 = performance.now();
   let results: RolloutResult[];
   try {
@@ -361,14 +359,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     const avgMetrics: Record<string, number> = {};
     for (const [name, stat] of Object.entries(summary.metrics)) avgMetrics[name] = stat.avg;
     const metadata = {
-      env: envName,
-      env_version: envVersion,
-      env_args: envArgs ?? {},
-      model,
-      base_url: baseUrl,
-      envworker_url: values.url !== undefined ? driver.location : null,
-      num_examples: n,
-      rollouts_per_example: r,
+      ...settings,
       max_concurrent: concurrency,
       seed,
       // In process the environment's default split is known; remotely the server reports it.
