@@ -30,25 +30,33 @@ export interface HostHandle {
 /** V8's last words when it aborts for lack of memory (stderr of a process that died of it). */
 const OUT_OF_MEMORY = /invalid (size|array length|table size)|out of memory|heap limit|allocation failed/i;
 
+/** How a host ended, told once: to the listener, or to one registered afterwards. */
+function exitLatch(): { end: (exit: HostExit) => void; onExit: (listener: (exit: HostExit) => void) => void } {
+  let listener: ((exit: HostExit) => void) | undefined;
+  let ended: HostExit | undefined;
+  return {
+    end(exit) {
+      if (ended) return;
+      ended = exit;
+      listener?.(exit);
+    },
+    onExit(l) {
+      listener = l;
+      if (ended) l(ended);
+    },
+  };
+}
+
 export function threadHost(entry: URL, resourceLimits: ResourceLimits): HostHandle {
   const worker: Worker = startWorker(entry, { resourceLimits });
   worker.unref();
-  let exitListener: ((exit: HostExit) => void) | undefined;
-  let ended: HostExit | undefined;
-  const end = (exit: HostExit) => {
-    if (ended) return;
-    ended = exit;
-    exitListener?.(exit);
-  };
+  const { end, onExit } = exitLatch();
   worker.on("error", (err: Error & { code?: string }) => end({ why: err.message, outOfMemory: err.code === "ERR_WORKER_OUT_OF_MEMORY" }));
   worker.on("exit", (code) => end({ why: `exit code ${code}`, outOfMemory: false }));
   return {
     post: (message) => worker.postMessage(message),
     onMessage: (listener) => void worker.on("message", listener),
-    onExit: (listener) => {
-      exitListener = listener;
-      if (ended) listener(ended);
-    },
+    onExit,
     kill: () => {
       end({ why: "terminated", outOfMemory: false });
       void worker.terminate();
@@ -65,13 +73,7 @@ export function processHost(entry: URL, execArgv: string[]): HostHandle {
   child.stderr?.on("data", (chunk: string) => {
     stderrTail = (stderrTail + chunk).slice(-4096);
   });
-  let exitListener: ((exit: HostExit) => void) | undefined;
-  let ended: HostExit | undefined;
-  const end = (exit: HostExit) => {
-    if (ended) return;
-    ended = exit;
-    exitListener?.(exit);
-  };
+  const { end, onExit } = exitLatch();
   // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
   child.on("close", (code, signal) => {
     const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
@@ -97,10 +99,7 @@ export function processHost(entry: URL, execArgv: string[]): HostHandle {
       if (child.connected) child.send(message);
     },
     onMessage: (listener) => void child.on("message", listener as (m: unknown) => void),
-    onExit: (listener) => {
-      exitListener = listener;
-      if (ended) listener(ended);
-    },
+    onExit,
     kill: () => {
       end({ why: "killed", outOfMemory: false });
       child.kill("SIGKILL");

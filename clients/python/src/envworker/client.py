@@ -46,6 +46,11 @@ def _env_path(env: str) -> str:
     return "/envs/" + quote(env, safe="")
 
 
+
+def _given(**fields: Any) -> Dict[str, Any]:
+    """A request body of the fields that were given (None means "not given", as on the server)."""
+    return {k: v for k, v in fields.items() if v is not None}
+
 class EnvClient:
     """One environment on one server, one episode at a time, over one keep-alive connection.
 
@@ -121,19 +126,8 @@ class EnvClient:
         """
         if self.episode_id is not None:
             self._close_episode(quiet=True)
-        body: Dict[str, Any] = {}
-        if seed is not None:
-            body["seed"] = seed
-        if index is not None:
-            body["index"] = index
-        if split is not None:
-            body["split"] = split
-        if args is not None:
-            body["args"] = dict(args)
-        if episode_id is not None:
-            body["episode_id"] = episode_id
-        if example is not None:
-            body["example"] = example
+        body = _given(seed=seed, index=index, split=split, args=dict(args) if args is not None else None,
+                      episode_id=episode_id, example=example)
         result = StepResult.from_json(self._transport.post(self._path + "/reset", body, idempotent=False))
         self.episode_id = result.episode_id
         self.last = result
@@ -240,17 +234,8 @@ def _examples(
     seeds: Optional[Iterable[int]] = None,
     args: Optional[Mapping[str, Any]] = None,
 ) -> ExamplesPage:
-    body: Dict[str, Any] = {}
-    if split is not None:
-        body["split"] = split
-    if start is not None:
-        body["start"] = start
-    if count is not None:
-        body["count"] = count
-    if seeds is not None:
-        body["seeds"] = list(seeds)
-    if args is not None:
-        body["args"] = dict(args)
+    body = _given(split=split, start=start, count=count, seeds=list(seeds) if seeds is not None else None,
+                  args=dict(args) if args is not None else None)
     # Listing is a pure read: retrying after a dropped connection is safe.
     return ExamplesPage.from_json(transport.post(path + "/examples", body, idempotent=True))
 
