@@ -3,10 +3,12 @@
  * metadata fields, every error a route gives with its status, message and headers, and the
  * WebSocket's closing and its per-socket backlog of large messages.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { environments } from "../envs/index.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
+import { wsHandlers } from "../src/server/app.ts";
+import type { WsSession } from "../src/server/ws-session.ts";
 import { request, get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 
@@ -118,5 +120,66 @@ describe("WebSocket sessions", () => {
     expect(overloaded[0]!.data.message).toContain(`more than ${2 * MAX_WS} characters of messages waiting on this socket`);
     expect(replies.filter((r) => r.type === "observation").length).toBeGreaterThanOrEqual(2);
     ws.close();
+  });
+});
+
+describe("WebSocket backpressure (wsHandlers)", () => {
+  const fakeSocket = (raw: unknown) => ({ raw, readyState: 1, send: vi.fn(), close: vi.fn() });
+  /** A session whose messages finish when the test says so. */
+  const heldSession = () => {
+    const finish: (() => void)[] = [];
+    const handled: string[] = [];
+    const session = {
+      handle: (text: string) =>
+        new Promise<{ reply?: { type: "state"; data: unknown } }>((ok) => {
+          handled.push(text);
+          finish.push(() => ok({ reply: { type: "state", data: text.length } }));
+        }),
+      dispose: async () => {},
+    };
+    return { session: session as unknown as WsSession, finish, handled };
+  };
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  it("stops reading a socket while its waiting messages reach the limit, and reads again once they drain", async () => {
+    const raw = { pause: vi.fn(), resume: vi.fn() };
+    const ws = fakeSocket(raw);
+    const { session, finish, handled } = heldSession();
+    const h = wsHandlers(session, undefined, 100);
+    const msg = (n: number) => ({ data: "x".repeat(n) }) as MessageEvent;
+    h.onMessage(msg(60), ws as never);
+    expect(raw.pause).not.toHaveBeenCalled();
+    h.onMessage(msg(40), ws as never); // 100 characters waiting: the limit
+    expect(raw.pause).toHaveBeenCalledTimes(1);
+    // A frame the transport had already read is answered at once, unparsed.
+    h.onMessage(msg(10), ws as never);
+    expect(ws.send).toHaveBeenCalledTimes(1);
+    expect(JSON.parse(ws.send.mock.calls[0]![0] as string).data).toMatchObject({ reason: "OVERLOADED" });
+    expect(raw.pause).toHaveBeenCalledTimes(1);
+    await tick();
+    // The first message left the queue: 40 characters wait, under the limit, so reading resumes.
+    expect(handled).toHaveLength(1);
+    expect(raw.resume).toHaveBeenCalledTimes(1);
+    finish[0]!();
+    await tick();
+    finish[1]!();
+    await tick();
+    expect(handled.map((t) => t.length)).toEqual([60, 40]);
+    expect(ws.send.mock.calls.slice(1).map((c) => JSON.parse(c[0] as string).data)).toEqual([60, 40]);
+    expect(raw.resume).toHaveBeenCalledTimes(1);
+  });
+
+  it("a transport that cannot pause (a Durable Object's socket) gets OVERLOADED answers only", async () => {
+    const ws = fakeSocket({});
+    const { session, finish } = heldSession();
+    const h = wsHandlers(session, undefined, 100);
+    for (const n of [60, 40, 10]) h.onMessage({ data: "y".repeat(n) } as MessageEvent, ws as never);
+    expect(ws.send).toHaveBeenCalledTimes(1);
+    await tick();
+    finish[0]!();
+    await tick();
+    finish[1]!();
+    await tick();
+    expect(ws.send).toHaveBeenCalledTimes(3);
   });
 });

@@ -130,6 +130,47 @@ describe("EnvThreadPool", () => {
     }
   }, 60_000);
 
+  it("plain resets come from a stock the threads made ahead, each a fresh draw under its own id", async () => {
+    const { EnvThreadPool } = await import("../src/node/env-threads.ts");
+    const { stateBytes } = await import("../src/server/engine.ts");
+    const shipped = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
+    const reverseText = shipped.find((e) => e.name === "reverse-text")!;
+    const pool = new EnvThreadPool([reverseText], { services: () => ({}), minThreads: 1 });
+    try {
+      const limits = { maxChars: 5000, maxSteps: 3 };
+      await pool.reset(reverseText, "first", limits, { key: "first" });
+      await expect.poll(async () => {
+        await pool.reset(reverseText, "poll", limits, { key: "poll" });
+        return pool.stockedResets;
+      }).toBeGreaterThan(0);
+      const seeds = new Set<number>();
+      for (let i = 0; i < 40; i++) {
+        const id = `episode-${i}-${"x".repeat(i)}`;
+        const before = Date.now();
+        const made = await pool.reset(reverseText, id, limits, { key: id });
+        expect(made.state.episode_id).toBe(id);
+        expect(made.result.episode_id).toBe(id);
+        expect(made.state.created_at).toBeGreaterThanOrEqual(before);
+        expect(made.state.updated_at).toBe(made.state.created_at);
+        // The server's limits reach stocked resets as they reach any other.
+        expect(made.state.max_chars).toBe(5000);
+        expect(made.state.max_turns).toBeLessThanOrEqual(3);
+        // Counted by the budget as what is stored, under its real id.
+        expect(made.bytes).toBe(stateBytes(made.state));
+        seeds.add(made.state.seed);
+      }
+      expect(pool.stockedResets).toBeGreaterThan(30);
+      expect(seeds.size).toBe(40);
+      // A reset that names its example still goes to a thread and is the same draw every time.
+      const a = await pool.reset(reverseText, "s1", { ...limits, seed: 7 }, { key: "s1" });
+      const b = await pool.reset(reverseText, "s2", { ...limits, seed: 7 }, { key: "s2" });
+      expect(a.state.seed).toBe(7);
+      expect(b.state.messages).toEqual(a.state.messages);
+    } finally {
+      await pool.dispose();
+    }
+  }, 60_000);
+
   it("a caller that gives up leaves the queue", async () => {
     const { EnvThreadPool } = await import("../src/node/env-threads.ts");
     const [slow] = await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href);

@@ -7,6 +7,7 @@ import type { Environment, Example } from "./environment.ts";
 import { ApiError } from "./errors.ts";
 import type { Action, AssistantMessage, EnvMessage, JsonObject, Message } from "./messages.ts";
 import { PyRandom } from "../pycompat/random.ts";
+import { randomUint32 } from "./entropy.ts";
 import { findNonJson } from "./json-check.ts";
 import { scoreRubric, type RubricScore } from "./rubric.ts";
 import type { Services } from "./services.ts";
@@ -136,9 +137,7 @@ export interface ResetOptions {
 }
 
 /** Seeds chosen by the server when the client gives none: 32 random bits, reported back. */
-function randomSeed(): number {
-  return crypto.getRandomValues(new Uint32Array(1))[0]!;
-}
+const randomSeed = randomUint32;
 
 function toMessages(prompt: string | Message[], system: string | undefined): Message[] {
   const body: Message[] = typeof prompt === "string" ? [{ role: "user", content: prompt }] : structuredClone(prompt);

@@ -8,6 +8,8 @@ import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
 
 export type CallOp =
   | { op: "reset"; env: string; id: string; opts: EngineResetOptions }
+  /** `count` plain resets made ahead, all as episode `id` (env-threads.ts ResetStock). */
+  | { op: "resets"; env: string; id: string; count: number; opts: EngineResetOptions }
   | { op: "step"; env: string; state: EpisodeState; action: Action }
   | { op: "score"; env: string; items: readonly ScoreItem[] }
   | { op: "mcp"; env: string; body: unknown }

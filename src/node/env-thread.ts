@@ -67,6 +67,14 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       const { state, result } = await resetFromRequest(env, op.id, op.opts);
       return { state, result, bytes: stateBytes(state) };
     }
+    case "resets": {
+      const made = [];
+      for (let i = 0; i < op.count; i++) {
+        const { state, result } = await resetFromRequest(env, op.id, op.opts);
+        made.push({ state, result, bytes: stateBytes(state) });
+      }
+      return made;
+    }
     case "step": {
       const { state, result, failures } = await stepEpisode(env, op.state, op.action, servicesFor(call));
       return { state, result, bytes: stateBytes(state), failures: failures.map((f) => ({ where: f.where, error: describe(f.error) })) };

@@ -60,6 +60,40 @@ const PIPELINE_DEPTH = 4;
 const STALL_MS = 250;
 /** How often deadlines and stalls are checked. */
 const TICK_MS = 50;
+/** Plain resets made ahead per refill (see ResetStock). */
+const STOCK_BATCH = 16;
+/** The episode id stocked resets are made with, replaced when one is handed out (a real id's length). */
+const STOCK_ID = "stocked-reset-xxxxxxxxx";
+
+/**
+ * Resets that ask for nothing in particular (no seed, index, split, args or example: OpenEnv's
+ * plain `reset()`), made ahead by the threads in batches: a reset's work is a function of a random
+ * seed, so one made a moment earlier is the same draw, and handing it out costs no round trip to a
+ * thread (whose wake-ups cost more than a small environment's reset). The stock of an environment
+ * is refilled in the background, one call per STOCK_BATCH resets, through the same fair queue and
+ * deadline as any call; an environment whose refill fails stops being stocked (its plain resets go
+ * to the threads one by one and fail there, with their own errors).
+ */
+interface ResetStock {
+  ready: Stepped[];
+  refilling: boolean;
+  failed: boolean;
+}
+
+function isPlainReset(opts: EngineResetOptions): boolean {
+  return opts.seed === undefined && opts.index === undefined && opts.split === undefined && opts.args === undefined && opts.example === undefined;
+}
+
+/** A stocked reset as the episode `id`, started now. */
+function asEpisode(made: Stepped, id: string): Stepped {
+  const now = Date.now();
+  made.state.episode_id = id;
+  made.state.created_at = now;
+  made.state.updated_at = now;
+  made.result.episode_id = id;
+  made.bytes += 2 * (id.length - STOCK_ID.length);
+  return made;
+}
 
 interface Call {
   readonly id: number;
@@ -159,6 +193,8 @@ class EnvThread {
 export class EnvThreadPool implements EnvEngine {
   private readonly threads = new Set<EnvThread>();
   private readonly queue = new FairQueue<Call>();
+  /** Plain resets made ahead, by environment name and the server's episode limits. */
+  private readonly stock = new Map<string, ResetStock>();
   private readonly calls = new Map<number, Call>();
   private readonly inline: EnvEngine;
   private readonly sources: string[];
@@ -173,6 +209,8 @@ export class EnvThreadPool implements EnvEngine {
   private ticker: ReturnType<typeof setInterval> | undefined;
   /** Threads terminated because a call overran its deadline (for tests and metrics). */
   killed = 0;
+  /** Resets handed out from the stock made ahead (for tests and metrics). */
+  stockedResets = 0;
 
   constructor(
     envs: readonly Environment[],
@@ -210,7 +248,37 @@ export class EnvThreadPool implements EnvEngine {
 
   reset(env: Environment, id: string, opts: EngineResetOptions, scope: CallScope): Promise<Stepped> {
     if (!this.threaded.has(env.name)) return this.inline.reset(env, id, opts, scope);
+    if (isPlainReset(opts)) {
+      const made = this.stocked(env.name, opts);
+      if (made) {
+        this.stockedResets++;
+        return Promise.resolve(asEpisode(made, id));
+      }
+    }
     return this.call({ op: "reset", env: env.name, id, opts }, scope) as Promise<Stepped>;
+  }
+
+  /** A plain reset from the stock, if there is one; the stock is topped up when it runs low. */
+  private stocked(env: string, opts: EngineResetOptions): Stepped | undefined {
+    const limits = { maxChars: opts.maxChars, maxSteps: opts.maxSteps };
+    const key = `${env}\u0000${limits.maxChars}\u0000${limits.maxSteps}`;
+    let stock = this.stock.get(key);
+    if (!stock) this.stock.set(key, (stock = { ready: [], refilling: false, failed: false }));
+    const made = stock.ready.pop();
+    if (stock.ready.length < STOCK_BATCH / 2 && !stock.refilling && !stock.failed && !this.disposed) {
+      const refill = stock;
+      refill.refilling = true;
+      (this.call({ op: "resets", env, id: STOCK_ID, count: STOCK_BATCH, opts: limits }, { key: `stock:${env}` }) as Promise<Stepped[]>).then(
+        (made) => {
+          refill.ready.push(...made);
+          refill.refilling = false;
+        },
+        () => {
+          refill.failed = true;
+        },
+      );
+    }
+    return made;
   }
 
   step(env: Environment, state: EpisodeState, action: Action, scope: CallScope): Promise<Stepped> {

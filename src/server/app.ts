@@ -211,20 +211,47 @@ export function sessionWebSocket(
   return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine }), opts.budget, 2 * maxMessageBytes));
 }
 
+/**
+ * Backpressure for a socket whose waiting messages reach the per-socket limit: stop reading from it
+ * (Node's `ws` socket can pause) until they drain, so a flood of large frames waits in the
+ * client's buffers and the kernel's rather than costing this event loop the unmasking, decoding
+ * and answering of every one of them. A transport that cannot pause (a Durable Object's socket)
+ * answers such messages OVERLOADED instead (wsHandlers).
+ */
+function readPauser() {
+  let paused = false;
+  const raw = (ws: WSContext) => ws.raw as { pause?: () => void; resume?: () => void } | undefined;
+  return {
+    pause(ws: WSContext) {
+      const socket = raw(ws);
+      if (paused || typeof socket?.pause !== "function" || typeof socket.resume !== "function") return;
+      paused = true;
+      socket.pause();
+    },
+    resume(ws: WSContext) {
+      if (!paused) return;
+      paused = false;
+      raw(ws)!.resume!();
+    },
+  };
+}
+
 /** Messages a client may have waiting on one socket; a client flooding past it is cut off. */
 const MAX_PENDING_WS_MESSAGES = 64;
 
 /**
  * Socket events → the session, one message at a time (OpenEnv clients are request/response).
+ * (Exported for its unit test.)
  * Waiting messages are held against the memory budget: past it, a message is answered with an
  * OVERLOADED error instead of being queued.
  */
-function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPendingChars: number) {
+export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPendingChars: number) {
   let chain: Promise<void> = Promise.resolve();
   let pending = 0;
   /** Characters of the messages waiting on this socket. */
   let pendingChars = 0;
   let closed = false;
+  const flow = readPauser();
   const enqueue = (work: () => Promise<void>) => {
     // A failure here is a bug, not a client's doing: log it and keep the session's queue alive.
     chain = chain.then(work).catch((err) => console.error("envworker: WebSocket handler failed:", err));
@@ -255,9 +282,11 @@ function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPen
       }
       pending++;
       pendingChars += text.length;
+      if (pendingChars >= maxPendingChars) flow.pause(ws);
       enqueue(async () => {
         pending--;
         pendingChars -= text.length;
+        if (pendingChars < maxPendingChars) flow.resume(ws);
         try {
           if (closed) return;
           const { reply, close } = await session.handle(text);

@@ -45,12 +45,27 @@ export interface EnvEngine {
 }
 
 /**
- * The memory an episode's state holds, as counted by the budget: its JSON size at two bytes per
- * character (V8 strings are one or two bytes per character; counting two keeps the budget an
- * upper bound). Computed by whichever thread ran the step, never on the event loop of the pool.
+ * The memory an episode's state holds, as counted by the budget: its size as JSON (strings by
+ * their length, unescaped, as memory holds them; every number, boolean or null as 24 characters,
+ * a double's longest form) at two bytes per character (V8 strings are one or two bytes per
+ * character; counting two keeps the budget an upper bound). A walk, not JSON.stringify: it runs
+ * on every reset and step, and building the string only to measure it cost more than the step.
+ * Computed by whichever thread ran the step, never on the event loop of the pool.
  */
 export function stateBytes(state: EpisodeState): number {
-  return 2 * JSON.stringify(state).length;
+  return 2 * jsonChars(state);
+}
+
+function jsonChars(v: unknown): number {
+  if (typeof v === "string") return v.length + 2;
+  if (typeof v !== "object" || v === null) return 24;
+  let n = 2;
+  if (Array.isArray(v)) {
+    for (const item of v) n += jsonChars(item) + 1;
+    return n;
+  }
+  for (const key in v) n += key.length + 4 + jsonChars((v as Record<string, unknown>)[key]);
+  return n;
 }
 
 /**

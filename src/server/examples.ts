@@ -175,6 +175,19 @@ export async function listExamples(env: Environment, req: ExamplesRequest) {
   };
 }
 
+/** Two prompts whose messages have the same fields with the same string values (else: not the same). */
+function samePrompt(a: readonly Message[], b: readonly Message[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as unknown as Record<string, unknown>;
+    const y = b[i] as unknown as Record<string, unknown>;
+    const keys = Object.keys(x);
+    if (keys.length !== Object.keys(y).length) return false;
+    for (const k of keys) if (typeof x[k] !== "string" || x[k] !== y[k]) return false;
+  }
+  return true;
+}
+
 /** Where a reference points, as reset options, after checking the example is still the same. */
 async function resolve(env: Environment, text: string, where: string) {
   const ref = decodeReference(env, text, where);
@@ -206,15 +219,37 @@ export async function resetOptionsFor(env: Environment, req: ResetRequest & { ex
   return { ...rest, split: ref.s, args: ref.a, ...(ref.i !== undefined ? { index: ref.i } : { seed: ref.n }) };
 }
 
+/**
+ * References of dataset rows reset without args, per environment: hashing and encoding the same
+ * row's prompt again on every reset cost as much as the reset. A hit is used only when the prompt
+ * is still the same (compared field by field: far cheaper than the hash), so a dataset rebuilt
+ * with different rows gets new references.
+ */
+const rowReferences = new WeakMap<Environment, Map<string, { prompt: readonly Message[]; example: string }>>();
+const ROW_REFERENCES_KEPT = 4096;
+
 /** Add the reference of the example an HTTP reset chose to `observation.info.example`. */
 export async function withReference(env: Environment, req: ResetRequest, result: StepResult): Promise<StepResult> {
   const info = result.observation.info ?? {};
   const where = { split: String(info.split), index: (info.index as number | null) ?? null, seed: Number(info.seed) };
+  const prompt = result.observation.messages;
+  const cacheable = req.args === undefined && isDataset(env) && where.index !== null;
+  let cache = cacheable ? rowReferences.get(env) : undefined;
+  if (cacheable && !cache) rowReferences.set(env, (cache = new Map()));
+  const key = `${where.split}\u0000${where.index}`;
+  const hit = cache?.get(key);
   let example: string;
-  try {
-    example = await encodeReference(env, where, req.args, result.observation.messages);
-  } catch {
-    return result; // args too long to carry in a reference: the episode is fine without one
+  if (hit && samePrompt(hit.prompt, prompt)) example = hit.example;
+  else {
+    try {
+      example = await encodeReference(env, where, req.args, prompt);
+    } catch {
+      return result; // args too long to carry in a reference: the episode is fine without one
+    }
+    if (cache) {
+      if (cache.size >= ROW_REFERENCES_KEPT) cache.delete(cache.keys().next().value!);
+      cache.set(key, { prompt, example });
+    }
   }
   return { ...result, observation: { ...result.observation, info: { ...info, example } } };
 }
