@@ -175,6 +175,24 @@ describe("hostile input against a live server", () => {
     expect(next.body.observation.messages[0].content).toMatch(/Incorrect/);
   });
 
+  it("/examples at its maximum count from three clients at once: answered, others served", async () => {
+    const base = "/envs/alphabet-sort/examples";
+    const outcome = await underAttack(
+      server,
+      () => Promise.all([0, 1, 2].map((k) => json(server, base, { start: k * 1000, count: 1000 }))),
+      // The first call builds alphabet-sort's data: ordinary use, not the attack.
+      { warmUp: () => json(server, base, { count: 1 }) },
+    );
+    expectServed("/examples × 3 at count 1000", outcome);
+    for (const r of outcome.result) {
+      expect(r.status).toBe(200);
+      expect(r.body.examples).toHaveLength(1000);
+    }
+    // alphabet-sort generates its examples: consecutive seeds from `start`, none missing.
+    for (const [k, r] of outcome.result.entries()) expect(r.body.examples.map((e: { seed: number }) => e.seed)).toEqual(Array.from({ length: 1000 }, (_, i) => k * 1000 + i));
+    expect((await json(server, base, { count: 1001 })).status).toBe(400);
+  });
+
   it("HEAD /health with a token configured: 200 without the token (load-balancer checks); other routes still need it", async () => {
     const outcome = await underAttack(tokenServer, async () => {
       const statuses: number[] = [];

@@ -38,6 +38,7 @@ import { batchedPoster } from "./message-batch.ts";
 import { FairQueue } from "../sandbox/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
 import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
+import { examplesInSlices, type ExamplesList } from "../server/examples.ts";
 
 export interface EnvThreadsOptions {
   /** Services for environment code, narrowed per call (the sandbox's fair queue, cancellation). */
@@ -60,6 +61,8 @@ const PIPELINE_DEPTH = 4;
 const STALL_MS = 250;
 /** How often deadlines and stalls are checked. */
 const TICK_MS = 50;
+/** Examples built per call of a `/examples` request (see examplesInSlices). */
+const EXAMPLES_SLICE = 50;
 /** Plain resets made ahead per refill (see ResetStock). */
 const STOCK_BATCH = 16;
 /** The episode id stocked resets are made with, replaced when one is handed out (a real id's length). */
@@ -293,7 +296,8 @@ export class EnvThreadPool implements EnvEngine {
 
   examples(env: Environment, req: ExamplesRequest, scope: CallScope): Promise<unknown> {
     if (!this.threaded.has(env.name)) return this.inline.examples(env, req, scope);
-    return this.call({ op: "examples", env: env.name, req }, scope);
+    // In slices, each its own call in the fair queue: other clients are served between them.
+    return examplesInSlices(req, EXAMPLES_SLICE, (slice) => this.call({ op: "examples", env: env.name, req: slice }, scope) as Promise<ExamplesList>);
   }
 
   mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null> {

@@ -175,6 +175,36 @@ export async function listExamples(env: Environment, req: ExamplesRequest) {
   };
 }
 
+export type ExamplesList = Awaited<ReturnType<typeof listExamples>>;
+
+/**
+ * `req` as requests of at most `size` examples each, run one after another and joined: what a
+ * platform that runs environment code on a shared pool does with a large `/examples`, so that one
+ * request holds a thread for a slice at a time and other clients' calls are served between slices
+ * (a thousand examples of a costly generator would otherwise hold a thread for as long as they take).
+ */
+export async function examplesInSlices(req: ExamplesRequest, size: number, run: (slice: ExamplesRequest) => Promise<ExamplesList>): Promise<ExamplesList> {
+  if (req.seeds) {
+    let joined: ExamplesList | undefined;
+    for (let i = 0; i < req.seeds.length; i += size) {
+      const part = await run({ ...req, seeds: req.seeds.slice(i, i + size) });
+      joined = joined ? { ...joined, examples: joined.examples.concat(part.examples) } : part;
+    }
+    return joined!;
+  }
+  const start = req.start ?? 0;
+  const count = req.count ?? DEFAULT_COUNT;
+  let joined = await run({ ...req, start, count: Math.min(size, count) });
+  // A slice shorter than asked reached the end of the dataset.
+  let last = joined.examples.length;
+  while (joined.examples.length < count && last === size) {
+    const part = await run({ ...req, start: start + joined.examples.length, count: Math.min(size, count - joined.examples.length) });
+    last = part.examples.length;
+    joined = { ...joined, examples: joined.examples.concat(part.examples) };
+  }
+  return joined;
+}
+
 /** Two prompts whose messages have the same fields with the same string values (else: not the same). */
 function samePrompt(a: readonly Message[], b: readonly Message[]): boolean {
   if (a.length !== b.length) return false;

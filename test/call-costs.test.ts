@@ -2,6 +2,7 @@
  * What every reset and step computes besides the environment's own work, made cheap (bench/ws.ts):
  * the size a state is counted at (a walk, not JSON.stringify), random bytes drawn in blocks, and
  * example references of dataset rows kept rather than re-hashed, as long as the row is the same.
+ * And `/examples` in slices (a large request holds a shared thread a slice at a time).
  */
 import { describe, expect, it } from "vitest";
 import { randomBytes, randomUint32 } from "../src/env/entropy.ts";
@@ -9,7 +10,8 @@ import type { EpisodeState } from "../src/env/episode.ts";
 import { resetEpisode } from "../src/env/episode.ts";
 import { importEnvironments } from "../src/env/source.ts";
 import { stateBytes } from "../src/server/engine.ts";
-import { referencedExample, withReference } from "../src/server/examples.ts";
+import { examplesInSlices, listExamples, referencedExample, withReference } from "../src/server/examples.ts";
+import type { ExamplesRequest } from "../src/server/protocol.ts";
 
 describe("stateBytes", () => {
   it("counts strings by length, other values as 24 characters, keys and punctuation, at two bytes each", () => {
@@ -73,5 +75,31 @@ describe("example references of dataset rows", () => {
     await expect(referencedExample(env!, other.observation.info!.example as string, "example")).rejects.toThrow(/changed/);
     // The row as it is gets its own reference again.
     expect((await withReference(env!, PLAIN, resetEpisode(env!, "z", { index: 5 }).result)).observation.info!.example).toBe(ref);
+  });
+});
+
+describe("examplesInSlices", () => {
+  it("joins slices into exactly what one listExamples call answers, ending at the dataset's end", async () => {
+    const envs = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
+    const dataset = envs.find((e) => e.name === "reverse-text")!;
+    const generated = envs.find((e) => e.name === "alphabet-sort")!;
+    const total = (await listExamples(dataset, { count: 0 })).total!;
+    const cases: [typeof dataset, ExamplesRequest, number[]][] = [
+      [dataset, { start: total - 30, count: 100 }, [50]], // 30 left: one slice, shorter than asked
+      [dataset, { start: 5, count: 120 }, [50, 50, 20]],
+      [dataset, { count: 0 }, [0]],
+      [dataset, {}, [50, 50]], // the default count, 100
+      [generated, { start: 7, count: 101 }, [50, 50, 1]],
+      [generated, { seeds: Array.from({ length: 120 }, (_, i) => 1000 - i) }, [50, 50, 20]],
+    ];
+    for (const [env, req, expectedSlices] of cases) {
+      const slices: number[] = [];
+      const joined = await examplesInSlices(req, 50, (slice) => {
+        slices.push(slice.seeds?.length ?? slice.count!);
+        return listExamples(env, slice);
+      });
+      expect(slices, JSON.stringify(req)).toEqual(expectedSlices);
+      expect(joined).toEqual(await listExamples(env, req));
+    }
   });
 });
