@@ -102,6 +102,17 @@ describe("environment threads", () => {
     expect(again.body).toMatchObject({ done: true, reward: 1 });
   }, 60_000);
 
+  it("/score runs in slices: every item scored in order, an item named by its index in the request", async () => {
+    const base = `${server.url}/envs/reverse-text`;
+    const items = Array.from({ length: 70 }, (_, i) => ({ prompt: "abc", completion: i % 3 === 0 ? "<reversed_text>cba</reversed_text>" : "<reversed_text>xyz</reversed_text>", answer: "cba" }));
+    const scored = await post(`${base}/score`, { items });
+    expect(scored.status, JSON.stringify(scored.body).slice(0, 300)).toBe(200);
+    expect(scored.body.results.map((s: { reward: number }) => s.reward === 1)).toEqual(items.map((_, i) => i % 3 === 0));
+    const bad = await post(`${base}/score`, { items: items.map((it, i) => (i === 40 ? { ...it, args: { nope: 1 } } : it)) });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain("items[40]");
+  });
+
   it("tools reach the main thread's sandbox from an environment thread", async () => {
     const base = `${server.url}/envs/math-tools`;
     const r = await post(`${base}/reset`, { seed: 1 });

@@ -11,7 +11,8 @@ export type CallOp =
   /** `count` plain resets made ahead, all as episode `id` (env-threads.ts ResetStock). */
   | { op: "resets"; env: string; id: string; count: number; opts: EngineResetOptions }
   | { op: "step"; env: string; state: EpisodeState; action: Action }
-  | { op: "score"; env: string; items: readonly ScoreItem[] }
+  /** `first`: the index of items[0] in the client's request (a slice of it). */
+  | { op: "score"; env: string; items: readonly ScoreItem[]; first: number }
   | { op: "mcp"; env: string; body: unknown }
   | { op: "examples"; env: string; req: ExamplesRequest };
 

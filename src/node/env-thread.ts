@@ -80,7 +80,7 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       return { state, result, bytes: stateBytes(state), failures: failures.map((f) => ({ where: f.where, error: describe(f.error) })) };
     }
     case "score":
-      return scoreItems(env, op.items, servicesFor(call));
+      return scoreItems(env, op.items, servicesFor(call), op.first);
     case "mcp":
       return handleMcp(env, op.body, servicesFor(call));
     case "examples":

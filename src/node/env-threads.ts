@@ -61,6 +61,8 @@ const PIPELINE_DEPTH = 4;
 const STALL_MS = 250;
 /** How often deadlines and stalls are checked. */
 const TICK_MS = 50;
+/** Items scored per call of a `/score` request. */
+const SCORE_SLICE = 32;
 /** Examples built per call of a `/examples` request (see examplesInSlices). */
 const EXAMPLES_SLICE = 50;
 /** Plain resets made ahead per refill (see ResetStock). */
@@ -289,9 +291,15 @@ export class EnvThreadPool implements EnvEngine {
     return this.call({ op: "step", env: env.name, state, action }, scope) as Promise<Stepped>;
   }
 
-  score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]> {
+  async score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]> {
     if (!this.threaded.has(env.name)) return this.inline.score(env, items, scope);
-    return this.call({ op: "score", env: env.name, items }, scope) as Promise<RubricScore[]>;
+    // In slices, each its own call in the fair queue, like /examples.
+    const scores: RubricScore[] = [];
+    for (let first = 0; first < items.length; first += SCORE_SLICE) {
+      const slice = items.slice(first, first + SCORE_SLICE);
+      scores.push(...((await this.call({ op: "score", env: env.name, items: slice, first }, scope)) as RubricScore[]));
+    }
+    return scores;
   }
 
   examples(env: Environment, req: ExamplesRequest, scope: CallScope): Promise<unknown> {

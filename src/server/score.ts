@@ -14,8 +14,13 @@ function asMessages(value: string | Message[] | undefined, role: "user" | "assis
   return typeof value === "string" ? [{ role, content: value } as Message] : value;
 }
 
-export async function scoreItems(env: Environment, items: readonly ScoreItem[], services: Services = {}): Promise<RubricScore[]> {
-  const inputs = await Promise.all(items.map(async (item, i) => {
+/**
+ * Score `items`. `first` is the index of items[0] in the client's request, for the messages that
+ * name an item (a request scored in slices, see env-threads.ts).
+ */
+export async function scoreItems(env: Environment, items: readonly ScoreItem[], services: Services = {}, first = 0): Promise<RubricScore[]> {
+  const inputs = await Promise.all(items.map(async (item, k) => {
+    const i = first + k;
     const completion = asMessages(item.completion as string | Message[], "assistant");
     // Named by reference: graded against the server's own prompt, answer and info.
     if (item.example !== undefined) {
@@ -39,15 +44,15 @@ export async function scoreItems(env: Environment, items: readonly ScoreItem[], 
   }));
   // A batch may fail item after item the same way: one log line (the first, with its stack) per request.
   let failed = 0;
-  let first: { where: string; error: unknown } | undefined;
+  let firstFailure: { where: string; error: unknown } | undefined;
   const results = await Promise.all(
-    inputs.map((input, i) =>
+    inputs.map((input, k) =>
       scoreRubric(env.rubric, input, (name, error) => {
         failed++;
-        first ??= { where: `score items[${i}]: reward ${name}`, error };
+        firstFailure ??= { where: `score items[${first + k}]: reward ${name}`, error };
       }),
     ),
   );
-  if (first) logEnvironmentError(env.name, undefined, failed > 1 ? `${first.where} (and ${failed - 1} more)` : first.where, first.error);
+  if (firstFailure) logEnvironmentError(env.name, undefined, failed > 1 ? `${firstFailure.where} (and ${failed - 1} more)` : firstFailure.where, firstFailure.error);
   return results;
 }
