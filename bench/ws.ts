@@ -23,30 +23,44 @@ async function perSecond(clients: OpenEnvWsClient[], work: (c: OpenEnvWsClient) 
   return counts.reduce((a, b) => a + b, 0) / (DURATION_MS / 1000);
 }
 
+/** Episodes per second and server CPU per episode of reverse-text over SESSIONS sessions. */
+async function episodes(clients: OpenEnvWsClient[], server: Awaited<ReturnType<typeof startBenchServer>>) {
+  const cpu0 = server.cpuMicros();
+  const rate = await perSecond(clients, async (c) => {
+    const r = await c.reset({});
+    const s = await c.step({ content: reverseTextGold(r.data.observation.messages) });
+    return s.data.done ? 1 : 0;
+  });
+  return { rate, cpu: (server.cpuMicros() - cpu0) / (rate * (DURATION_MS / 1000)) };
+}
+
 export async function benchWs(): Promise<void> {
   const server = await startBenchServer();
+  // The same server with environment code on the event loop (ENVWORKER_ENV_THREADS=0): what the
+  // isolation of environment code in threads costs per episode.
+  const inline = await startBenchServer({ ENVWORKER_ENV_THREADS: "0" });
   const base = `${server.url}/envs/reverse-text`;
   try {
     console.log(`\n## WebSocket (${SESSIONS} concurrent sessions, ${DURATION_MS / 1000}s each)`);
     const clients = await Promise.all(Array.from({ length: SESSIONS }, () => OpenEnvWsClient.connect(base)));
     for (const c of clients) await c.reset({});
-    let cpu0 = server.cpuMicros();
+    const cpu0 = server.cpuMicros();
     const stateRate = await perSecond(clients, async (c) => ((await c.send({ type: "state" })).type === "state" ? 1 : 0));
     const stateCpu = (server.cpuMicros() - cpu0) / (stateRate * (DURATION_MS / 1000));
-    cpu0 = server.cpuMicros();
-    const episodeRate = await perSecond(clients, async (c) => {
-      const r = await c.reset({});
-      const s = await c.step({ content: reverseTextGold(r.data.observation.messages) });
-      return s.data.done ? 1 : 0;
-    });
-    const episodeCpu = (server.cpuMicros() - cpu0) / (episodeRate * (DURATION_MS / 1000));
+    const threaded = await episodes(clients, server);
     for (const c of clients) c.close();
+    const inlineClients = await Promise.all(Array.from({ length: SESSIONS }, () => OpenEnvWsClient.connect(`${inline.url}/envs/reverse-text`)));
+    for (const c of inlineClients) await c.reset({});
+    const onLoop = await episodes(inlineClients, inline);
+    for (const c of inlineClients) c.close();
     console.log("| load | messages/s | vs state | server CPU per message |");
     console.log("| --- | ---: | ---: | ---: |");
     console.log(`| state (baseline) | ${fmt(stateRate)} | 1.00x | ${fmt(stateCpu)} µs |`);
-    console.log(
-      `| reverse-text reset+step | ${fmt(episodeRate)} episodes/s = ${fmt(episodeRate * 2)} msgs/s | ${((episodeRate * 2) / stateRate).toFixed(2)}x | ${fmt(episodeCpu / 2)} µs (${fmt(episodeCpu)} µs per episode, ${(episodeCpu / 2 / stateCpu).toFixed(2)}x state's) |`,
-    );
+    const row = (label: string, e: { rate: number; cpu: number }) =>
+      `| ${label} | ${fmt(e.rate)} episodes/s = ${fmt(e.rate * 2)} msgs/s | ${((e.rate * 2) / stateRate).toFixed(2)}x | ${fmt(e.cpu / 2)} µs (${fmt(e.cpu)} µs per episode, ${(e.cpu / 2 / stateCpu).toFixed(2)}x state's) |`;
+    console.log(row("reverse-text reset+step (environment threads, the default)", threaded));
+    console.log(row("reverse-text reset+step (ENVWORKER_ENV_THREADS=0: on the event loop)", onLoop));
+    console.log(`\nenvironment threads vs the event loop: ${(threaded.rate / onLoop.rate).toFixed(2)}x the episodes/s, ${(threaded.cpu / onLoop.cpu).toFixed(2)}x the server CPU per episode`);
 
     console.log(`\n## ${HELD} WebSocket sessions held at once, each playing one episode`);
     const rssBefore = server.rssBytes();
@@ -60,7 +74,7 @@ export async function benchWs(): Promise<void> {
     for (const c of held) c.close();
     console.log(`completed ${completed}/${HELD} episodes in ${fmt(ms)} ms; server RSS +${fmt((rssHeld - rssBefore) / 1024 / HELD, 1)} KiB per open session`);
   } finally {
-    await server.stop();
+    await Promise.all([server.stop(), inline.stop()]);
   }
 }
 

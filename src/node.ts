@@ -67,6 +67,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const engine = new EnvThreadPool(envs, {
     services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope) }),
     timeoutMs: config.envTimeoutMs,
+    minThreads: config.envThreads,
   });
   const host = new StoreEpisodeHost(store, engine, { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars }, budget);
   app = createApp({

@@ -45,6 +45,15 @@ describe("configFromEnv (in process)", () => {
     expect(Object.keys(NUMERIC).filter((k) => !DOCUMENTED.includes(k))).toEqual([]);
   });
 
+  it("ENVWORKER_ENV_THREADS: unset or empty is one per CPU (undefined here), else a non-negative count", () => {
+    expect(configFromEnv({}).envThreads).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_ENV_THREADS: "" }).envThreads).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_ENV_THREADS: "0" }).envThreads).toBe(0);
+    expect(configFromEnv({ ENVWORKER_ENV_THREADS: "3" }).envThreads).toBe(3);
+    expect(() => configFromEnv({ ENVWORKER_ENV_THREADS: "-1" })).toThrow('ENVWORKER_ENV_THREADS must be a non-negative integer, got "-1"');
+    expect(DOCUMENTED).toContain("ENVWORKER_ENV_THREADS");
+  });
+
   it("takes HOST and ENVWORKER_TOKEN as given, an empty value as unset", () => {
     const defaults = configFromEnv({});
     expect(defaults.host).toBe("127.0.0.1");

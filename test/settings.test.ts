@@ -164,6 +164,28 @@ describe("settings through the real environment variables (envworker serve)", ()
     }
   });
 
+  setting(["ENVWORKER_ENV_THREADS"], "the environment threads kept running; 0 runs environment code on the event loop", async () => {
+    const onThreads = async (server: LiveServer, n: number) => {
+      const base = "/envs/thread-probe";
+      const resets = await Promise.all(Array.from({ length: n }, (_, i) => call(server, "POST", `${base}/reset`, { seed: i })));
+      const steps = await Promise.all(resets.map((r) => call(server, "POST", `${base}/step`, { episode_id: r.body.episode_id, action: { content: "wait" } })));
+      return new Set(steps.map((s) => s.body.observation.metrics.on_thread as number));
+    };
+    const [three, none] = await Promise.all([
+      startLiveServer({ ENVWORKER_ENV_THREADS: "3" }, ["test/fixtures/slow-env.ts"]),
+      startLiveServer({ ENVWORKER_ENV_THREADS: "0" }, ["test/fixtures/slow-env.ts"]),
+    ]);
+    try {
+      // Nine 100 ms rewards at once spread over the three threads (the least loaded takes the next).
+      const ids = await onThreads(three, 9);
+      expect(ids.size).toBe(3);
+      expect(ids.has(0)).toBe(false);
+      expect([...(await onThreads(none, 3))]).toEqual([0]);
+    } finally {
+      await Promise.all([three.stop(), none.stop()]);
+    }
+  });
+
   setting(["ENVWORKER_LOG"], "info: one line per request on stderr; the default (warn): none", async () => {
     const own = await startLiveServer({ ENVWORKER_LOG: "info" }, ["reverse-text"]);
     try {

@@ -45,8 +45,11 @@ export interface EnvThreadsOptions {
   services: ScopeServices;
   /** Deadline of one call (ENVWORKER_ENV_TIMEOUT_S; default 30 s). */
   timeoutMs?: number;
-  /** Threads kept running (default: one per CPU). */
-  minThreads?: number;
+  /**
+   * Threads kept running (default: one per CPU). 0: no threads, every environment runs inline on
+   * the caller's thread, without deadlines (ENVWORKER_ENV_THREADS=0, for trusted environments).
+   */
+  minThreads?: number | undefined;
   /** Threads at most, while calls are slow (default: two more than minThreads). */
   maxThreads?: number;
   /** Heap limit of each thread, MiB (default 256): an environment that blows it costs its call, not the server. */
@@ -226,7 +229,7 @@ export class EnvThreadPool implements EnvEngine {
     this.threaded = new Set();
     for (const env of envs) {
       const src = environmentSource(env);
-      if (src === undefined) continue;
+      if (src === undefined || opts.minThreads === 0) continue;
       sources.add(src);
       this.threaded.add(env.name);
     }

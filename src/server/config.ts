@@ -20,6 +20,11 @@ export interface ServerConfig {
   envTimeoutMs: number;
   /** Memory the server keeps for clients (stored episodes, queued WebSocket messages) at most. */
   maxMemoryBytes: number;
+  /**
+   * Environment threads kept running (undefined: one per CPU). 0: none, environment code runs on
+   * the event loop, without deadlines (for environments one trusts, where CPU per call matters).
+   */
+  envThreads: number | undefined;
 }
 
 /**
@@ -52,5 +57,6 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
+    envThreads: env.ENVWORKER_ENV_THREADS ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
   };
 }
