@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { FairQueue } from "../src/sandbox/fair-queue.ts";
+import { createLogger, logger, setLogger } from "../src/server/log.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
@@ -111,6 +112,25 @@ describe("environment threads", () => {
     const bad = await post(`${base}/score`, { items: items.map((it, i) => (i === 40 ? { ...it, args: { nope: 1 } } : it)) });
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain("items[40]");
+  });
+
+  it("a reward that throws in a thread scores 0 and is logged with its own message and stack", async () => {
+    const lines: string[] = [];
+    const previous = logger();
+    setLogger(createLogger("warn", (line) => lines.push(line)));
+    try {
+      const base = `${server.url}/envs/throwing-reward`;
+      const r = await post(`${base}/reset`, { seed: 1 });
+      const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: "throw" } });
+      expect(s.status).toBe(200);
+      expect(s.body).toMatchObject({ reward: 0, done: true });
+    } finally {
+      setLogger(previous);
+    }
+    const log = lines.join("\n");
+    expect(log).toContain("RangeError: the reward exploded");
+    expect(log).toContain("slow-env.ts"); // the thread's stack, pointing into the environment's module
+    expect(log).not.toContain("[object Object]");
   });
 
   it("tools reach the main thread's sandbox from an environment thread", async () => {

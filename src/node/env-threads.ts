@@ -533,7 +533,7 @@ export class EnvThreadPool implements EnvEngine {
     if (!call) return;
     this.detach(call);
     if (call.settled) this.pump();
-    else if (m.t === "done") this.settle(call, m.value, true);
+    else if (m.t === "done") this.settle(call, revived(call.op, m.value), true);
     else if (m.t === "failed") this.settle(call, new ApiError(m.code, m.message, m.details, m.cause ? { cause: revive(m.cause) } : undefined));
     else {
       console.error(`envworker: ${call.op.env}: ${call.op.op} failed:`, m.stack ?? m.message);
