@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
+import { ApiError } from "../env/errors.ts";
 import { bodyTooLarge, readWebBody } from "../server/body.ts";
 
 export function readNodeBody(c: Context, max: number): Promise<string> {
@@ -26,9 +27,11 @@ export function readNodeBody(c: Context, max: number): Promise<string> {
       cleanup();
       resolve(Buffer.concat(chunks, size).toString("utf8"));
     };
+    // The request stream fails when the client goes away mid-body ("aborted"): the client's
+    // doing, not the server's, so a 400 nobody reads rather than an error in the log per request.
     const onError = (err: Error) => {
       cleanup();
-      reject(err);
+      reject(new ApiError("VALIDATION_ERROR", `the request body did not arrive whole (${err.message})`));
     };
     const cleanup = () => {
       incoming.off("data", onData);
