@@ -202,6 +202,21 @@ describe("EnvThreadPool", () => {
     }
   }, 60_000);
 
+  it("large plain resets are not stocked past one batch (the stock is outside the memory budget)", async () => {
+    const { EnvThreadPool } = await import("../src/node/env-threads.ts");
+    const big = (await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href)).find((e) => e.name === "big-prompt")!;
+    const pool = new EnvThreadPool([big], { services: () => ({}), minThreads: 1 });
+    try {
+      for (let i = 0; i < 60; i++) {
+        const made = await pool.reset(big, `e${i}`, {}, { key: `e${i}` });
+        expect(made.state.messages.at(-1)!.content).toHaveLength(40_000);
+      }
+      expect(pool.stockedResets).toBeLessThanOrEqual(16);
+    } finally {
+      await pool.dispose();
+    }
+  }, 60_000);
+
   it("a caller that gives up leaves the queue", async () => {
     const { EnvThreadPool } = await import("../src/node/env-threads.ts");
     const [slow] = await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href);

@@ -70,6 +70,8 @@ const SCORE_SLICE = 32;
 const EXAMPLES_SLICE = 50;
 /** Plain resets made ahead per refill (see ResetStock). */
 const STOCK_BATCH = 16;
+/** Environments whose plain resets are larger than this (as the budget counts them) are not stocked. */
+const STOCK_MAX_STATE_BYTES = 64 * 1024;
 /** The episode id stocked resets are made with, replaced when one is handed out (a real id's length). */
 const STOCK_ID = "stocked-reset-xxxxxxxxx";
 
@@ -80,11 +82,13 @@ const STOCK_ID = "stocked-reset-xxxxxxxxx";
  * thread (whose wake-ups cost more than a small environment's reset). The stock of an environment
  * is refilled in the background, one call per STOCK_BATCH resets, through the same fair queue and
  * deadline as any call; an environment whose refill fails stops being stocked (its plain resets go
- * to the threads one by one and fail there, with their own errors).
+ * to the threads one by one and fail there, with their own errors), and so does one whose resets
+ * are large (the stock is held outside the memory budget).
  */
 interface ResetStock {
   ready: Stepped[];
   refilling: boolean;
+  /** No more refills: one failed, or the environment's resets are too large to hold in stock. */
   failed: boolean;
 }
 
@@ -280,6 +284,8 @@ export class EnvThreadPool implements EnvEngine {
         (made) => {
           refill.ready.push(...made);
           refill.refilling = false;
+          // Stocked states are held outside the memory budget: only small ones are made ahead.
+          if (made.some((m) => m.bytes > STOCK_MAX_STATE_BYTES)) refill.failed = true;
         },
         () => {
           refill.failed = true;
