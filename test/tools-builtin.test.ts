@@ -343,7 +343,11 @@ describe.each(["quickjs", "isolated-vm"] as const)("javascript tool on %s", (kin
 
   it("enforces the time limit and keeps working afterwards", async () => {
     const quick = createJavascriptTool({ timeoutMs: 200 });
-    expect(await run({ code: "while (true) {}" }, quick)).toEqual({ ok: false, content: "Error: TimeoutError: execution exceeded the time limit of 200 ms" });
+    // On a loaded machine the watchdog may stop the run before QuickJS's own interrupt does: the
+    // same timeout, with a note that the thread was replaced.
+    const spun = await run({ code: "while (true) {}" }, quick);
+    expect(spun.ok).toBe(false);
+    expect(spun.content).toMatch(/^Error: TimeoutError: execution exceeded the time limit of 200 ms( \(stopped by the watchdog: the QuickJS thread was replaced, output lost\))?$/);
     expect(await run({ code: "6 * 7" }, quick)).toEqual({ ok: true, content: "result: 42" });
   });
 
