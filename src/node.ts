@@ -77,7 +77,8 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     clientKey: connectionKey,
     webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget }),
     maxBodyBytes: config.maxBodyBytes,
-    readBody: readNodeBody,
+    // Bodies arriving are held against the memory budget too (many slow large bodies at once).
+    readBody: (c, max) => readNodeBody(c, max, budget),
     token: config.token,
   });
   // Frames past twice the message limit are refused by the transport before they are buffered

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
+import { connect, type Socket } from "node:net";
 import { resolve } from "node:path";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
 
@@ -59,6 +60,43 @@ describe("memory a client can make the server keep", () => {
     expect(state).toMatchObject({ done: true, step_count: 1 });
     for (const id of kept) expect((await json("/envs/reverse-text/close", { episode_id: id })).status).toBe(200);
     expect((await json("/envs/reverse-text/reset", {})).status).toBe(200);
+  }, 180_000);
+
+  it("200 clients each sending a 1 MiB body slowly: bodies held within their share of the budget, the rest 503, others served", async () => {
+    const { port } = new URL(server.url);
+    const sockets: Socket[] = [];
+    const outcome = await underAttack(server, async () => {
+      // Each declares 1 MiB and sends all but the last byte, then waits: before, 600 of these held
+      // +730 MB of the server's memory outside any budget.
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, () =>
+          new Promise<string>((done) => {
+            const sock = connect(Number(port), "127.0.0.1", () => {
+              sock.write("POST /envs/reverse-text/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n");
+              sock.write(Buffer.alloc(1048575, 32));
+            });
+            sockets.push(sock);
+            let got = "";
+            sock.on("data", (d) => (got += d.toString()));
+            sock.on("error", () => done(got));
+            // Still waiting after a second: its body is being held.
+            setTimeout(() => done(got), 1000);
+          }),
+        ),
+      );
+      return answers;
+    }, { minProbes: 3 });
+    const refused = outcome.result.filter((a) => a.startsWith("HTTP/1.1 503"));
+    const waiting = outcome.result.filter((a) => a === "");
+    console.log(`[hostile] 200 slow 1 MiB bodies: ${waiting.length} held, ${refused.length} refused 503`);
+    // A quarter of the 64 MiB budget: 16 bodies of 1 MiB at once.
+    expect(waiting.length).toBe(16);
+    expect(refused.length).toBe(184);
+    expect(refused[0]).toMatch(/retry-after: 5/i);
+    expectServed("200 slow 1 MiB bodies", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    for (const s of sockets) s.destroy();
+    // Gone clients give their share back: a reset with a body goes through.
+    await expect.poll(async () => (await json("/envs/reverse-text/reset", { seed: 1 })).status).toBe(200);
   }, 180_000);
 
   it("60 queued 1 MB messages on each of 8 WebSockets: held inside the budget, others served", async () => {

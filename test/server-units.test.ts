@@ -132,6 +132,29 @@ describe("MemoryBudget", () => {
     expect(OVERLOADED_RETRY_AFTER_S).toBe(5);
   });
 
+  it("holds request bodies in their own share, a quarter of the limit, beside what is kept", () => {
+    const budget = new MemoryBudget(400, () => 400); // the kept part is full
+    budget.holdBody(60);
+    budget.holdBody(40); // exactly the share
+    expect(budget.bodyBytes).toBe(100);
+    try {
+      budget.holdBody(1);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toMatchObject({ code: "OVERLOADED", details: { retry_after_s: OVERLOADED_RETRY_AFTER_S } });
+      expect((err as Error).message).toContain("request bodies arriving at once have used up their share");
+    }
+    expect(budget.bodyBytes).toBe(100); // a refused hold keeps nothing
+    budget.releaseBody(60);
+    budget.holdBody(60);
+    expect(budget.bodyBytes).toBe(100);
+    expect(budget.usedBytes).toBe(400); // bodies are not what is kept
+    // A body arriving alone is taken whatever its size: a small budget still serves large bodies.
+    budget.releaseBody(100);
+    budget.holdBody(1000);
+    expect(() => budget.holdBody(1)).toThrow(/share/);
+  });
+
   it("admits a negative size as nothing, and counts held bytes until released", () => {
     let stored = 50;
     const budget = new MemoryBudget(100, () => stored);

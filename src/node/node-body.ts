@@ -6,22 +6,56 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { ApiError } from "../env/errors.ts";
 import { bodyTooLarge, readWebBody } from "../server/body.ts";
+import type { MemoryBudget } from "../server/memory.ts";
 
-export function readNodeBody(c: Context, max: number): Promise<string> {
+/**
+ * The body as text, refusing more than `max` bytes with 413. With a `budget`, the bytes a body
+ * will hold are counted against the budget's share for bodies while it arrives (its declared
+ * length up front, a chunked body chunk by chunk): many clients each sending a large body slowly
+ * would otherwise hold gigabytes outside any limit. Past it the request gets 503 OVERLOADED.
+ */
+/**
+ * Bodies this small are not counted: they arrive in a packet or two, a client can hold no more than
+ * this per connection with them, and counting them would let a few large slow bodies hold up
+ * every other client's small request (a step, a close).
+ */
+const UNCOUNTED_BODY_BYTES = 64 * 1024;
+
+export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Promise<string> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (!incoming) return readWebBody(c, max); // e.g. app.request() in tests
   const declared = incoming.headers["content-length"];
   if (declared !== undefined && Number(declared) > max) return Promise.reject(bodyTooLarge(max));
+  let held = 0;
+  try {
+    if (budget && declared !== undefined && Number(declared) > UNCOUNTED_BODY_BYTES) {
+      budget.holdBody(Number(declared));
+      held = Number(declared);
+    }
+  } catch (err) {
+    incoming.resume(); // drain it without keeping it
+    return Promise.reject(err);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const fail = (err: unknown) => {
+      cleanup();
+      incoming.resume(); // drain the rest without keeping it
+      reject(err);
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > max) {
-        cleanup();
-        incoming.resume(); // drain the rest without keeping it
-        reject(bodyTooLarge(max));
-      } else chunks.push(chunk);
+      if (size > max) return fail(bodyTooLarge(max));
+      if (budget && size > held && size > UNCOUNTED_BODY_BYTES) {
+        try {
+          budget.holdBody(size - held);
+          held = size;
+        } catch (err) {
+          return fail(err);
+        }
+      }
+      chunks.push(chunk);
     };
     const onEnd = () => {
       cleanup();
@@ -37,6 +71,8 @@ export function readNodeBody(c: Context, max: number): Promise<string> {
       incoming.off("data", onData);
       incoming.off("end", onEnd);
       incoming.off("error", onError);
+      budget?.releaseBody(held);
+      held = 0;
     };
     incoming.on("data", onData);
     incoming.on("end", onEnd);

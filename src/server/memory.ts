@@ -1,6 +1,7 @@
 /**
  * The server's memory budget (ENVWORKER_MAX_MEMORY_MB): what it keeps for clients — every stored
- * episode state, every WebSocket message waiting its turn — counted against one limit. Past it,
+ * episode state, every WebSocket message waiting its turn — counted against one limit, and
+ * request bodies on their way in against a quarter of it beside that. Past it,
  * work that would keep more (a new episode, a step that grows one, another queued message) is
  * refused with 503 OVERLOADED and a Retry-After; what is already kept keeps working.
  */
@@ -43,5 +44,37 @@ export class MemoryBudget {
 
   release(bytes: number): void {
     this.held -= bytes;
+  }
+
+  /** Bytes of request bodies on their way in (see holdBody). */
+  private bodies = 0;
+
+  /**
+   * Keep `bytes` more of request bodies arriving, or throw OVERLOADED. Bodies have their own share,
+   * a quarter of the limit, beside what is kept: many clients each sending a large body slowly
+   * cannot hold more than that, and when episodes fill the budget, the small bodies that close
+   * them still get through; a body arriving alone is always taken (at most one body over the share).
+   * Give them back with releaseBody().
+   */
+  holdBody(bytes: number): void {
+    const share = this.limitBytes / 4;
+    // One body at a time always fits, so a budget smaller than four bodies still serves them.
+    if (this.bodies > 0 && this.bodies + bytes > share) {
+      throw new ApiError(
+        "OVERLOADED",
+        `request bodies arriving at once have used up their share of the server's memory budget (${Math.round(share / 2 ** 20)} MiB); retry later`,
+        { retry_after_s: OVERLOADED_RETRY_AFTER_S },
+      );
+    }
+    this.bodies += bytes;
+  }
+
+  releaseBody(bytes: number): void {
+    this.bodies -= bytes;
+  }
+
+  /** Bytes of request bodies arriving now. */
+  get bodyBytes(): number {
+    return this.bodies;
   }
 }
