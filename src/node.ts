@@ -15,6 +15,7 @@ import { DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
+import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
 
 export interface RunningServer {
@@ -84,6 +85,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
+  holdArrivingFrames(ws.wss, budget);
   const sandboxes = [...(owned ? [sandbox] : []), python];
   return { app, store, engine, budget, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import WebSocket from "ws";
 import { resolve } from "node:path";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
 
@@ -62,6 +63,25 @@ describe("memory a client can make the server keep", () => {
     expect((await json("/envs/reverse-text/reset", {})).status).toBe(200);
   }, 180_000);
 
+  it("60 queued 1 MB messages on each of 8 WebSockets: held inside the budget, others served", async () => {
+    const base = `${server.url.replace("http", "ws")}/envs/reverse-text/ws`;
+    const outcome = await underAttack(server, async () => {
+      // From its own process: a real attacker is another machine, and masking 480 MB here would
+      // stall this process's probe, which would say nothing about the server.
+      const flood = spawn(process.execPath, [FLOOD, base, "8", "60", "1000000"], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      flood.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      const code = await new Promise((r) => flood.once("exit", r));
+      expect(code).toBe(0);
+      return JSON.parse(out) as { answers: number; reasons: Record<string, number> };
+    }, { minProbes: 3 });
+    expectServed("8 sockets × 60 queued 1 MB messages", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    // Every message gets an answer: a reply to the ones queued, OVERLOADED to the ones that did not fit.
+    expect(outcome.result.answers).toBe(480);
+    // How many did not fit depends on how fast the server drains them; that the budget refuses
+    // what does not fit is pinned in test/memory-budget.test.ts.
+    console.log(`[hostile] queued WebSocket messages: ${outcome.result.reasons.OVERLOADED ?? 0} of 480 refused OVERLOADED`);
+  }, 180_000);
   it("200 clients each sending a 1 MiB body slowly: bodies held within their share of the budget, the rest 503, others served", async () => {
     const { port } = new URL(server.url);
     const sockets: Socket[] = [];
@@ -99,23 +119,57 @@ describe("memory a client can make the server keep", () => {
     await expect.poll(async () => (await json("/envs/reverse-text/reset", { seed: 1 })).status).toBe(200);
   }, 180_000);
 
-  it("60 queued 1 MB messages on each of 8 WebSockets: held inside the budget, others served", async () => {
+  it("200 WebSockets each sending most of a 1 MiB frame: frames held within the share, the rest closed 1013, others served", async () => {
     const base = `${server.url.replace("http", "ws")}/envs/reverse-text/ws`;
+    const sockets: WebSocket[] = [];
     const outcome = await underAttack(server, async () => {
-      // From its own process: a real attacker is another machine, and masking 480 MB here would
-      // stall this process's probe, which would say nothing about the server.
-      const flood = spawn(process.execPath, [FLOOD, base, "8", "60", "1000000"], { stdio: ["ignore", "pipe", "inherit"] });
-      let out = "";
-      flood.stdout.on("data", (d: Buffer) => (out += d.toString()));
-      const code = await new Promise((r) => flood.once("exit", r));
-      expect(code).toBe(0);
-      return JSON.parse(out) as { answers: number; reasons: Record<string, number> };
+      const closes = await Promise.all(
+        Array.from({ length: 200 }, () =>
+          new Promise<number>((done) => {
+            const ws = new WebSocket(base);
+            sockets.push(ws);
+            ws.on("error", () => done(-1));
+            ws.on("close", (code) => done(code));
+            ws.on("open", () => {
+              // A text frame header declaring 1 MiB (masked, key 0), then all but its last byte.
+              const header = Buffer.alloc(14);
+              header[0] = 0x81;
+              header[1] = 0x80 | 127;
+              header.writeBigUInt64BE(BigInt(1 << 20), 2);
+              const raw = (ws as unknown as { _socket: Socket })._socket;
+              raw.write(header);
+              raw.write(Buffer.alloc((1 << 20) - 1, 32));
+            });
+            // Still open after two seconds: its frame is being held.
+            setTimeout(() => done(0), 2000);
+          }),
+        ),
+      );
+      return closes;
     }, { minProbes: 3 });
-    expectServed("8 sockets × 60 queued 1 MB messages", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
-    // Every message gets an answer: a reply to the ones queued, OVERLOADED to the ones that did not fit.
-    expect(outcome.result.answers).toBe(480);
-    // How many did not fit depends on how fast the server drains them; that the budget refuses
-    // what does not fit is pinned in test/memory-budget.test.ts.
-    console.log(`[hostile] queued WebSocket messages: ${outcome.result.reasons.OVERLOADED ?? 0} of 480 refused OVERLOADED`);
+    const held = outcome.result.filter((c) => c === 0).length;
+    const closed = outcome.result.filter((c) => c === 1013).length;
+    console.log(`[hostile] 200 WebSockets × a 1 MiB frame held open: ${held} held, ${closed} closed 1013`);
+    // A quarter of the 64 MiB budget holds at most 16 such frames; how many end up whole depends on
+    // how the 200 sockets' bytes interleave (a socket is closed when its next chunk does not fit).
+    expect(held).toBeGreaterThanOrEqual(1);
+    expect(held).toBeLessThanOrEqual(16);
+    expect(held + closed).toBe(200);
+    expectServed("200 WebSockets × a 1 MiB frame held open", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    for (const ws of sockets) ws.terminate();
+    // Gone sockets give their share back: a 1 MB message gets its answer.
+    await expect
+      .poll(async () => {
+        const ws = new WebSocket(base);
+        const reply = await new Promise<string>((done) => {
+          ws.on("open", () => ws.send(JSON.stringify({ type: "reset", data: { seed: 1 } }).padEnd(1_000_000, " ")));
+          ws.on("message", (m) => done(JSON.parse(String(m)).type));
+          ws.on("close", (code) => done(`closed ${code}`));
+          ws.on("error", () => done("error"));
+        });
+        ws.close();
+        return reply;
+      })
+      .toBe("observation");
   }, 180_000);
 });

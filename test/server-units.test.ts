@@ -152,7 +152,9 @@ describe("MemoryBudget", () => {
     // A body arriving alone is taken whatever its size: a small budget still serves large bodies.
     budget.releaseBody(100);
     budget.holdBody(1000);
+    budget.holdBody(500, 1000); // the same body, growing as it arrives: still alone
     expect(() => budget.holdBody(1)).toThrow(/share/);
+    expect(() => budget.holdBody(1, 1499)).toThrow(/share/); // not the whole of what is held
   });
 
   it("admits a negative size as nothing, and counts held bytes until released", () => {

@@ -49,7 +49,7 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
       if (size > max) return fail(bodyTooLarge(max));
       if (budget && size > held && size > UNCOUNTED_BODY_BYTES) {
         try {
-          budget.holdBody(size - held);
+          budget.holdBody(size - held, held);
           held = size;
         } catch (err) {
           return fail(err);

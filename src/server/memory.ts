@@ -54,12 +54,13 @@ export class MemoryBudget {
    * a quarter of the limit, beside what is kept: many clients each sending a large body slowly
    * cannot hold more than that, and when episodes fill the budget, the small bodies that close
    * them still get through; a body arriving alone is always taken (at most one body over the share).
-   * Give them back with releaseBody().
+   * `own`: what the same body holds already. Give them back with releaseBody().
    */
-  holdBody(bytes: number): void {
+  holdBody(bytes: number, own = 0): void {
     const share = this.limitBytes / 4;
     // One body at a time always fits, so a budget smaller than four bodies still serves them.
-    if (this.bodies > 0 && this.bodies + bytes > share) {
+    // `own`: what this body already holds (a body growing as it arrives is still alone).
+    if (this.bodies - own > 0 && this.bodies + bytes > share) {
       throw new ApiError(
         "OVERLOADED",
         `request bodies arriving at once have used up their share of the server's memory budget (${Math.round(share / 2 ** 20)} MiB); retry later`,
