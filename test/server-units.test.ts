@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../src/env/errors.ts";
 import type { EpisodeState } from "../src/env/episode.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
-import { MemoryBudget, OVERLOADED_RETRY_AFTER_S } from "../src/server/memory.ts";
+import { Arriving, MemoryBudget, OVERLOADED_RETRY_AFTER_S, UNCOUNTED_ARRIVING_BYTES } from "../src/server/memory.ts";
 
 const state = (id: string) => ({ episode_id: id }) as unknown as EpisodeState;
 
@@ -155,6 +155,28 @@ describe("MemoryBudget", () => {
     budget.holdBody(500, 1000); // the same body, growing as it arrives: still alone
     expect(() => budget.holdBody(1)).toThrow(/share/);
     expect(() => budget.holdBody(1, 1499)).toThrow(/share/); // not the whole of what is held
+  });
+
+  it("Arriving: counts a body only past 64 KiB, follows its size both ways, and gives it all back", () => {
+    const budget = new MemoryBudget(4 * 2 ** 20, () => 0); // a 1 MiB share for arriving bytes
+    const a = new Arriving(budget);
+    a.resize(UNCOUNTED_ARRIVING_BYTES);
+    expect(budget.bodyBytes).toBe(0);
+    a.resize(UNCOUNTED_ARRIVING_BYTES + 1);
+    expect(budget.bodyBytes).toBe(UNCOUNTED_ARRIVING_BYTES + 1);
+    a.resize(300_000);
+    expect(budget.bodyBytes).toBe(300_000);
+    const b = new Arriving(budget);
+    b.resize(700_000);
+    expect(budget.bodyBytes).toBe(1_000_000);
+    expect(() => b.resize(800_000)).toThrow(/share/); // 1.1 MB with a's: over the 1 MiB share
+    expect(budget.bodyBytes).toBe(1_000_000); // b keeps what it held
+    a.resize(10); // a message used most of what had arrived
+    expect(budget.bodyBytes).toBe(700_000);
+    b.release();
+    a.release();
+    expect(budget.bodyBytes).toBe(0);
+    new Arriving(undefined).resize(10 ** 9); // no budget (Workers, app.request): nothing counted
   });
 
   it("admits a negative size as nothing, and counts held bytes until released", () => {

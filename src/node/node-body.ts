@@ -6,7 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { ApiError } from "../env/errors.ts";
 import { bodyTooLarge, readWebBody } from "../server/body.ts";
-import type { MemoryBudget } from "../server/memory.ts";
+import { Arriving, type MemoryBudget } from "../server/memory.ts";
 
 /**
  * The body as text, refusing more than `max` bytes with 413. With a `budget`, the bytes a body
@@ -14,24 +14,14 @@ import type { MemoryBudget } from "../server/memory.ts";
  * length up front, a chunked body chunk by chunk): many clients each sending a large body slowly
  * would otherwise hold gigabytes outside any limit. Past it the request gets 503 OVERLOADED.
  */
-/**
- * Bodies this small are not counted: they arrive in a packet or two, a client can hold no more than
- * this per connection with them, and counting them would let a few large slow bodies hold up
- * every other client's small request (a step, a close).
- */
-const UNCOUNTED_BODY_BYTES = 64 * 1024;
-
 export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Promise<string> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (!incoming) return readWebBody(c, max); // e.g. app.request() in tests
   const declared = incoming.headers["content-length"];
   if (declared !== undefined && Number(declared) > max) return Promise.reject(bodyTooLarge(max));
-  let held = 0;
+  const arriving = new Arriving(budget);
   try {
-    if (budget && declared !== undefined && Number(declared) > UNCOUNTED_BODY_BYTES) {
-      budget.holdBody(Number(declared));
-      held = Number(declared);
-    }
+    if (declared !== undefined) arriving.resize(Number(declared));
   } catch (err) {
     incoming.resume(); // drain it without keeping it
     return Promise.reject(err);
@@ -47,10 +37,10 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > max) return fail(bodyTooLarge(max));
-      if (budget && size > held && size > UNCOUNTED_BODY_BYTES) {
+      // A declared length was held up front; a chunked body is held as it grows.
+      if (declared === undefined) {
         try {
-          budget.holdBody(size - held, held);
-          held = size;
+          arriving.resize(size);
         } catch (err) {
           return fail(err);
         }
@@ -71,8 +61,7 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
       incoming.off("data", onData);
       incoming.off("end", onEnd);
       incoming.off("error", onError);
-      budget?.releaseBody(held);
-      held = 0;
+      arriving.release();
     };
     incoming.on("data", onData);
     incoming.on("end", onEnd);

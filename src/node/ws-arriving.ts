@@ -7,9 +7,8 @@
  */
 import type { Socket } from "node:net";
 import type { WebSocket, WebSocketServer } from "ws";
-import type { MemoryBudget } from "../server/memory.ts";
+import { Arriving, type MemoryBudget } from "../server/memory.ts";
 
-const UNCOUNTED_BYTES = 64 * 1024;
 /** The most a frame header (with its mask) adds to the bytes of a message. */
 const FRAME_OVERHEAD = 14;
 
@@ -18,26 +17,18 @@ export function holdArrivingFrames(wss: WebSocketServer, budget: MemoryBudget): 
     const socket = request.socket;
     let received = 0;
     let consumed = 0;
-    let held = 0;
+    const arriving = new Arriving(budget);
     /** Bytes received that no message has used yet: the frame being assembled (roughly, never less). */
     const partial = () => {
       if (consumed > received) consumed = received;
       return received - consumed;
     };
     const settle = () => {
-      const now = partial();
-      const want = now > UNCOUNTED_BYTES ? now : 0;
-      if (want < held) {
-        budget.releaseBody(held - want);
-        held = want;
-      } else if (want > held) {
-        try {
-          budget.holdBody(want - held, held);
-          held = want;
-        } catch {
-          socket.off("data", onData);
-          ws.close(1013, "the server's memory for arriving messages is used up: try again later");
-        }
+      try {
+        arriving.resize(partial());
+      } catch {
+        socket.off("data", onData);
+        ws.close(1013, "the server's memory for arriving messages is used up: try again later");
       }
     };
     const onData = (chunk: Buffer) => {
@@ -58,8 +49,7 @@ export function holdArrivingFrames(wss: WebSocketServer, budget: MemoryBudget): 
     ws.on("pong", onControl);
     ws.once("close", () => {
       socket.off("data", onData);
-      budget.releaseBody(held);
-      held = 0;
+      arriving.release();
     });
   });
 }

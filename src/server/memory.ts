@@ -79,3 +79,32 @@ export class MemoryBudget {
     return this.bodies;
   }
 }
+
+/**
+ * Bodies and frames this small are not counted while they arrive: they come in a packet or two, a
+ * client holds no more than this per connection with them, and counting them would let a few
+ * large slow ones hold up every other client's small request (a step, a close).
+ */
+export const UNCOUNTED_ARRIVING_BYTES = 64 * 1024;
+
+/** One request body or WebSocket frame on its way in, held against the budget's share for them. */
+export class Arriving {
+  private held = 0;
+
+  constructor(private readonly budget: MemoryBudget | undefined) {}
+
+  /** It has `size` bytes now (more or fewer); throws OVERLOADED, keeping what it held, when they do not fit. */
+  resize(size: number): void {
+    if (!this.budget) return;
+    const want = size > UNCOUNTED_ARRIVING_BYTES ? size : 0;
+    if (want < this.held) this.budget.releaseBody(this.held - want);
+    else if (want > this.held) this.budget.holdBody(want - this.held, this.held);
+    this.held = want;
+  }
+
+  /** It is done (used, refused or gone): give back what it held. */
+  release(): void {
+    this.budget?.releaseBody(this.held);
+    this.held = 0;
+  }
+}
