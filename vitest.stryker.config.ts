@@ -21,6 +21,7 @@ export default defineConfig({
       "test/app-wiring.test.ts",
       "test/body-limit.test.ts",
       "test/ws-handlers.test.ts",
+      "test/ws-session.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
