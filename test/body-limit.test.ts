@@ -12,6 +12,7 @@ import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { inlineEngine } from "../src/server/engine.ts";
+import { createLogger, logger, setLogger } from "../src/server/log.ts";
 
 const MAX = 1000;
 const reverseText = environments.find((e) => e.name === "reverse-text")!;
@@ -48,10 +49,18 @@ describe("Node body reader", () => {
     expect(await raw(head(MAX + 1))).toMatch(/^HTTP\/1\.1 413 /);
   });
 
-  it("keeps serving after a client goes away mid-body", async () => {
-    expect(await raw(head(500) + '{"seed"', { destroyAfterMs: 50 })).toBe("");
-    await new Promise((r) => setTimeout(r, 50));
-    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  it("keeps serving after a client goes away mid-body, and does not log the client's leaving as its own failure", async () => {
+    const lines: string[] = [];
+    const previous = logger();
+    setLogger(createLogger("warn", (l) => lines.push(l)));
+    try {
+      expect(await raw(head(500) + '{"seed"', { destroyAfterMs: 50 })).toBe("");
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+      expect(lines).toEqual([]);
+    } finally {
+      setLogger(previous);
+    }
   });
 
   it("reads the body through app.request too (no Node request behind it)", async () => {

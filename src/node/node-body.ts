@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
+import { ApiError } from "../env/errors.ts";
 import { bodyTooLarge, readWebBody } from "../server/body.ts";
 
 export function readNodeBody(c: Context, max: number): Promise<string> {
@@ -28,7 +29,8 @@ export function readNodeBody(c: Context, max: number): Promise<string> {
     };
     const onError = (err: Error) => {
       cleanup();
-      reject(err);
+      // The client went away (or sent a broken body): its doing, not a failure of ours to log.
+      reject(new ApiError("VALIDATION_ERROR", `request body could not be read: ${err.message}`, undefined, { cause: err }));
     };
     const cleanup = () => {
       incoming.off("data", onData);
