@@ -17,6 +17,7 @@ import { StoreEpisodeHost, type EpisodeHost } from "../src/server/episode-host.t
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { OVERLOADED_RETRY_AFTER_S } from "../src/server/memory.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
 
 const MAX_WS = 4096;
 let server: RunningServer;
@@ -207,6 +208,17 @@ describe("a freshly built app", () => {
     const parse = await json(postJson(app, "/envs/reverse-text/mcp", "{nope"));
     expect(parse.body).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error: body is not valid JSON" } });
     expect(scopes).toHaveLength(3); // a body that is not JSON never reaches the engine
+  });
+
+  it("runs stateless environment code with the services it is given when no engine is", async () => {
+    const runs: string[] = [];
+    const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
+    const mathTools = environments.find((e) => e.name === "math-tools")!;
+    const app = createApp({ envs: [mathTools], host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), services: { sandbox } });
+    const call = await json(postJson(app, "/envs/math-tools/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "1 + 1" } } }));
+    expect(call.status).toBe(200);
+    expect(call.body.error).toBeUndefined();
+    expect(runs).toEqual(["1 + 1"]);
   });
 
   it("reads bodies with the platform's reader, and a blank body as {} where the schema allows it", async () => {

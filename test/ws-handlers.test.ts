@@ -19,6 +19,7 @@ import { inlineEngine, type EnvEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { MemoryBudget } from "../src/server/memory.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
 
 const reverseText = environments.find((e) => e.name === "reverse-text")!;
 
@@ -66,14 +67,14 @@ afterEach(async () => {
 });
 
 /** A Node server whose WebSocket is sessionWebSocket, with exactly the options given (no transport limit). */
-function serveWs(host: EpisodeHost, opts: Parameters<typeof sessionWebSocket>[2] = {}): Promise<Served> {
+function serveWs(host: EpisodeHost, opts: Parameters<typeof sessionWebSocket>[2] = {}, env = reverseText): Promise<Served> {
   let app: Hono<any> | undefined;
   const ws = createNodeWebSocket({ app: { request: (...args: Parameters<Hono["request"]>) => app!.request(...args) } as Hono });
-  app = createApp({ envs: [reverseText], host, webSocket: sessionWebSocket(ws.upgradeWebSocket, host, opts) });
+  app = createApp({ envs: [env], host, webSocket: sessionWebSocket(ws.upgradeWebSocket, host, opts) });
   return new Promise((resolve) => {
     const server: ServerType = serve({ fetch: app!.fetch, hostname: "127.0.0.1", port: 0 }, (info: AddressInfo) => {
       const served: Served = {
-        url: `ws://127.0.0.1:${info.port}/envs/reverse-text/ws`,
+        url: `ws://127.0.0.1:${info.port}/envs/${env.name}/ws`,
         clients: () => ws.wss.clients.size,
         close: () =>
           new Promise((done) => {
@@ -295,5 +296,17 @@ describe("sessionWebSocket's options", () => {
     c.send({ type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "ping" } });
     expect(await c.reply(1)).toEqual({ type: "mcp", data: { jsonrpc: "2.0", id: 1, result: {} } });
     expect(keys).toHaveLength(1);
+  });
+
+  it("runs MCP calls with the services it is given when no engine is", async () => {
+    const runs: string[] = [];
+    const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
+    const served = await serveWs(new GatedHost(), { services: { sandbox } }, environments.find((e) => e.name === "math-tools")!);
+    const c = await connect(served.url);
+    c.send({ type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "1 + 1" } } } });
+    const r = await c.reply(1);
+    expect(r.type).toBe("mcp");
+    expect(r.data.error).toBeUndefined();
+    expect(runs).toEqual(["1 + 1"]);
   });
 });
