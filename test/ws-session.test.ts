@@ -10,6 +10,7 @@ import { inlineEngine, type EnvEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { WS_TYPES } from "../src/server/protocol.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
 import { WsSession, wsError } from "../src/server/ws-session.ts";
 
 const reverseText = environments.find((e) => e.name === "reverse-text")!;
@@ -118,5 +119,16 @@ describe("WsSession", () => {
     expect(keys[1]).toMatch(/^ws:./);
     expect(keys[0]).not.toBe(keys[1]);
     expect(keys[2]).toBe(r?.data.episode_id);
+  });
+
+  it("runs MCP with the services it is given when no engine is", async () => {
+    const runs: string[] = [];
+    const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
+    const mathTools = environments.find((e) => e.name === "math-tools")!;
+    const s = new WsSession(mathTools, recordingHost().host, { maxMessageBytes: 1000, services: { sandbox } });
+    const r = await reply(s, { type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "1 + 1" } } } });
+    expect(r?.type).toBe("mcp");
+    expect(r?.data.error).toBeUndefined();
+    expect(runs).toEqual(["1 + 1"]);
   });
 });
