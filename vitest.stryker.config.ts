@@ -20,6 +20,8 @@ export default defineConfig({
       "test/server-units.test.ts",
       "test/app-wiring.test.ts",
       "test/body-limit.test.ts",
+      "test/ws-handlers.test.ts",
+      "test/ws-session.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,

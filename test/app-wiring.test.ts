@@ -7,10 +7,18 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { environments } from "../envs/index.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
-import { wsHandlers } from "../src/server/app.ts";
 import type { WsSession } from "../src/server/ws-session.ts";
 import { request, get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
+import { createApp, wsHandlers, type AppOptions } from "../src/server/app.ts";
+import { defineEnvironment } from "../src/env/environment.ts";
+import { ApiError } from "../src/env/errors.ts";
+import { inlineEngine, type EnvEngine } from "../src/server/engine.ts";
+import { StoreEpisodeHost, type EpisodeHost } from "../src/server/episode-host.ts";
+import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import { OVERLOADED_RETRY_AFTER_S } from "../src/server/memory.ts";
+import { createLogger, logger, setLogger } from "../src/server/log.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
 
 const MAX_WS = 4096;
 let server: RunningServer;
@@ -181,5 +189,190 @@ describe("WebSocket backpressure (wsHandlers)", () => {
     finish[1]!();
     await tick();
     expect(ws.send).toHaveBeenCalledTimes(3);
+  });
+});
+
+/**
+ * An app built inside each test: a route's registration runs when the app is built, so these
+ * tests (not only the shared server's beforeAll) hold each route's path and handler.
+ */
+describe("a freshly built app", () => {
+  const withMeta = defineEnvironment({
+    name: "with-meta",
+    description: "An environment with an author and a documentation URL.",
+    version: "1.2.3",
+    author: "Ada",
+    documentationUrl: "https://example.com/docs",
+    maxTurns: 1,
+    dataset: () => [{ prompt: "p", answer: "a" }],
+    respond: () => ({ messages: "ok", done: true }),
+    rubric: [{ name: "done", fn: () => 1 }],
+  });
+  /** An engine that runs inline and records the scope of every stateless call. */
+  const recordingEngine = () => {
+    const inline = inlineEngine({});
+    const scopes: { route: string; key: string; signal: unknown }[] = [];
+    const engine: EnvEngine = {
+      ...inline,
+      score: (env, items, scope) => (scopes.push({ route: "score", key: scope.key, signal: scope.signal }), inline.score(env, items, scope)),
+      examples: (env, req, scope) => (scopes.push({ route: "examples", key: scope.key, signal: scope.signal }), inline.examples(env, req, scope)),
+      mcp: (env, body, scope) => (scopes.push({ route: "mcp", key: scope.key, signal: scope.signal }), inline.mcp(env, body, scope)),
+    };
+    return { engine, scopes };
+  };
+  const build = (opts: Partial<AppOptions> = {}) =>
+    createApp({ envs: [reverseText, withMeta], host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), ...opts });
+  const json = async (r: Response | Promise<Response>) => {
+    const res = await r;
+    return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+  };
+  const postJson = (app: ReturnType<typeof build>, path: string, body: unknown, headers: Record<string, string> = {}) =>
+    app.request(path, { method: "POST", body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
+
+  it("serves every read-only route at its path", async () => {
+    const app = build();
+    expect(await json(app.request("/health"))).toMatchObject({ status: 200, body: { status: "healthy" } });
+    expect((await json(app.request("/envs"))).body.envs.map((e: { url: string }) => e.url)).toEqual(["/envs/reverse-text", "/envs/with-meta"]);
+    expect(await json(app.request("/envs/reverse-text/health"))).toMatchObject({ status: 200, body: { status: "healthy" } });
+    expect((await json(app.request("/envs/with-meta/metadata"))).body).toEqual({
+      name: "with-meta",
+      description: "An environment with an author and a documentation URL.",
+      version: "1.2.3",
+      author: "Ada",
+      documentation_url: "https://example.com/docs",
+    });
+    const schema = await json(app.request("/envs/reverse-text/schema"));
+    expect(schema.status).toBe(200);
+    expect(Object.keys(schema.body).length).toBeGreaterThan(0);
+    const openapi = await json(app.request("/envs/reverse-text/openapi.json"));
+    expect(openapi.status).toBe(200);
+    expect(openapi.body.openapi).toMatch(/^3\./);
+    const unknown = await json(app.request("/nope"));
+    expect(unknown).toMatchObject({ status: 404, body: { error: { code: "NOT_FOUND", message: "no route GET /nope" } } });
+    expect(unknown.headers.get("retry-after")).toBeNull();
+    const wrong = await json(app.request("/envs/reverse-text/score"));
+    expect(wrong).toMatchObject({ status: 405, body: { error: { code: "METHOD_NOT_ALLOWED", message: "/envs/reverse-text/score accepts POST, not GET" } } });
+  });
+
+  it("passes each stateless call the caller's key and abort signal", async () => {
+    const { engine, scopes } = recordingEngine();
+    const app = build({ engine, clientKey: (c) => c.req.header("x-who") ?? "nobody" });
+    const sc = await json(postJson(app, "/envs/reverse-text/score", { items: [{ completion: "<reversed_text>ba</reversed_text>", answer: "ba" }] }, { "x-who": "alice" }));
+    expect(sc).toMatchObject({ status: 200, body: { results: [{ reward: 1 }] } });
+    expect((await json(postJson(app, "/envs/reverse-text/examples", "", { "x-who": "bob" }))).body.examples.length).toBeGreaterThan(0);
+    expect((await json(postJson(app, "/envs/reverse-text/mcp", { jsonrpc: "2.0", id: 1, method: "ping" }, { "x-who": "carol" }))).body).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+    expect(scopes.map((s) => [s.route, s.key])).toEqual([
+      ["score", "alice"],
+      ["examples", "bob"],
+      ["mcp", "carol"],
+    ]);
+    for (const s of scopes) expect(s.signal).toBeInstanceOf(AbortSignal);
+    const parse = await json(postJson(app, "/envs/reverse-text/mcp", "{nope"));
+    expect(parse.body).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "parse error: body is not valid JSON" } });
+    expect(scopes).toHaveLength(3); // a body that is not JSON never reaches the engine
+  });
+
+  it("runs stateless environment code with the services it is given when no engine is", async () => {
+    const runs: string[] = [];
+    const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
+    const mathTools = environments.find((e) => e.name === "math-tools")!;
+    const app = createApp({ envs: [mathTools], host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), services: { sandbox } });
+    const call = await json(postJson(app, "/envs/math-tools/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "1 + 1" } } }));
+    expect(call.status).toBe(200);
+    expect(call.body.error).toBeUndefined();
+    expect(runs).toEqual(["1 + 1"]);
+  });
+
+  it("reads bodies with the platform's reader, and a blank body as {} where the schema allows it", async () => {
+    const refusing = build({ readBody: async () => Promise.reject(new ApiError("PAYLOAD_TOO_LARGE", "the platform's reader said no")) });
+    expect((await json(postJson(refusing, "/envs/reverse-text/reset", {}))).body.error.message).toBe("the platform's reader said no");
+    const app = build();
+    const blank = await json(postJson(app, "/envs/reverse-text/reset", " \n\t "));
+    expect(blank.status).toBe(200);
+    expect(blank.body.done).toBe(false);
+    expect((await json(postJson(app, "/envs/reverse-text/step", " "))).body.error.code).toBe("INVALID_JSON");
+  });
+
+  it("answers a WebSocket upgrade with 404 when the platform has no WebSocket", async () => {
+    const r = await json(build().request("/envs/reverse-text/ws", { headers: { upgrade: "websocket" } }));
+    expect(r).toMatchObject({ status: 404, body: { error: { code: "NOT_FOUND", message: "WebSocket is not available on this server" } } });
+  });
+
+  it("requires the token on every route but /health, at the root and under /t/{token}/", async () => {
+    const app = build({ token: "sesame" });
+    expect((await app.request("/health")).status).toBe(200);
+    expect((await app.request("/envs")).status).toBe(401);
+    expect((await app.request("/envs", { headers: { authorization: "Bearer sesame" } })).status).toBe(200);
+    expect((await app.request("/t/sesame/envs")).status).toBe(200);
+    expect((await app.request("/t/wrong/envs")).status).toBe(401);
+  });
+
+  it("answers OVERLOADED with Retry-After, and logs its own failures (not the client's) with the stack", async () => {
+    const lines: string[] = [];
+    const previous = logger();
+    setLogger(createLogger("warn", (l) => lines.push(l)));
+    try {
+      const failing: EpisodeHost = {
+        reset: async () => {
+          throw new ApiError("OVERLOADED", "too busy");
+        },
+        step: async () => {
+          throw new Error("the host broke");
+        },
+        state: async () => {
+          throw new ApiError("UNKNOWN_EPISODE", "no such episode");
+        },
+        close: async () => true,
+      };
+      const app = build({ host: failing });
+      const busy = await json(postJson(app, "/envs/reverse-text/reset", {}));
+      expect(busy.status).toBe(503);
+      expect(busy.headers.get("retry-after")).toBe(String(OVERLOADED_RETRY_AFTER_S));
+      expect((await json(app.request("/envs/reverse-text/state?episode_id=x"))).status).toBe(404);
+      expect(lines).toEqual([]);
+      const broken = await json(postJson(app, "/envs/reverse-text/step", { episode_id: "x", action: { content: "hi" } }));
+      expect(broken).toMatchObject({ status: 500, body: { error: { code: "INTERNAL_ERROR", message: "the host broke" } } });
+      expect(broken.headers.get("retry-after")).toBeNull();
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(" error POST /envs/reverse-text/step failed: the host broke\n");
+      expect(lines[0]).toMatch(/\n {4}Error: the host broke\n {4}\s*at /);
+    } finally {
+      setLogger(previous);
+    }
+  });
+
+  it("logs one line per request at info (method, redacted path and query, status, time); none at warn", async () => {
+    const lines: string[] = [];
+    const previous = logger();
+    try {
+      setLogger(createLogger("warn", (l) => lines.push(l)));
+      const app = build({ token: "sesame" });
+      await app.request("/t/sesame/envs/reverse-text/health");
+      expect(lines).toEqual([]);
+      setLogger(createLogger("info", (l) => lines.push(l)));
+      // A host that takes a known minimum time, so the logged duration can be checked both ways.
+      const base = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
+      const slow: EpisodeHost = {
+        reset: (env, opts) => base.reset(env, opts),
+        step: (env, id, action) => base.step(env, id, action),
+        close: (env, id) => base.close(env, id),
+        state: async () => {
+          await new Promise((r) => setTimeout(r, 60));
+          return { ok: true };
+        },
+      };
+      const timed = build({ token: "sesame", host: slow });
+      const started = performance.now();
+      expect((await timed.request("/t/sesame/envs/reverse-text/state?episode_id=e1&token=sesame")).status).toBe(200);
+      const elapsed = performance.now() - started;
+      expect(lines).toHaveLength(1);
+      const m = /^\S+ info GET \/t\/\*\*\*\/envs\/reverse-text\/state\?episode_id=e1&token=\*\*\* 200 ms=([\d.]+)$/.exec(lines[0]!);
+      expect(m, lines[0]).not.toBeNull();
+      const ms = Number(m![1]);
+      expect(ms).toBeGreaterThanOrEqual(50); // the host slept 60 ms (timers may fire a little early)
+      expect(ms).toBeLessThanOrEqual(elapsed + 0.1);
+    } finally {
+      setLogger(previous);
+    }
   });
 });

@@ -5,6 +5,8 @@
  * (src/server/body.ts, what Workers and app.request use) holds the same limits.
  */
 import { connect } from "node:net";
+import { PassThrough } from "node:stream";
+import type { Context } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import { buildNodeApp, startServer, type RunningServer } from "../src/node.ts";
@@ -12,6 +14,7 @@ import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { inlineEngine } from "../src/server/engine.ts";
+import { readNodeBody } from "../src/node/node-body.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
 
 const MAX = 1000;
@@ -106,5 +109,55 @@ describe("web-streams body reader (Workers)", () => {
     expect(empty.status).toBe(200);
     const step = await app.request("/envs/reverse-text/step", { method: "POST", body: stream([JSON.stringify({ episode_id: "x", action: { content: "é" } })]), duplex: "half" } as RequestInit);
     expect(step.status).toBe(404); // parsed whole: the id is unknown, not the JSON invalid
+  });
+});
+
+describe("readNodeBody on a request stream", () => {
+  /** A request stream as @hono/node-server hands it over, behind a minimal context. */
+  const request = (headers: Record<string, string> = {}) => {
+    const incoming = Object.assign(new PassThrough(), { headers });
+    const c = { env: { incoming } } as unknown as Context;
+    const listeners = () => ["data", "end", "error"].reduce((n, e) => n + incoming.listenerCount(e), 0);
+    return { incoming, c, listeners };
+  };
+
+  it("reads multi-byte text split across chunks whole, and stops listening once done", async () => {
+    const { incoming, c, listeners } = request();
+    const text = readNodeBody(c, 10);
+    const euro = Buffer.from("€x");
+    incoming.write(euro.subarray(0, 1));
+    incoming.write(euro.subarray(1));
+    incoming.end();
+    expect(await text).toBe("€x");
+    expect(listeners()).toBe(0);
+  });
+
+  it("refuses a declared length over the limit without reading, and exactly the limit once read", async () => {
+    const over = request({ "content-length": "11" });
+    await expect(readNodeBody(over.c, 10)).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE", message: "request body exceeds 10 bytes" });
+    expect(over.listeners()).toBe(0);
+    const exact = request({ "content-length": "10" });
+    const text = readNodeBody(exact.c, 10);
+    exact.incoming.end("0123456789");
+    expect(await text).toBe("0123456789");
+  });
+
+  it("refuses a streamed body one byte over the limit and stops listening", async () => {
+    const { incoming, c, listeners } = request();
+    const text = readNodeBody(c, 10);
+    incoming.write("01234");
+    incoming.write("567890");
+    await expect(text).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(listeners()).toBe(0);
+    incoming.end("more");
+  });
+
+  it("refuses a body the client broke off as the client's doing, and stops listening", async () => {
+    const { incoming, c, listeners } = request();
+    const text = readNodeBody(c, 10);
+    incoming.write("01");
+    incoming.destroy(new Error("aborted"));
+    await expect(text).rejects.toMatchObject({ code: "VALIDATION_ERROR", status: 400, message: "request body could not be read: aborted" });
+    expect(listeners()).toBe(0);
   });
 });

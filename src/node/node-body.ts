@@ -55,7 +55,7 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
     // doing, not the server's, so a 400 nobody reads rather than an error in the log per request.
     const onError = (err: Error) => {
       cleanup();
-      reject(new ApiError("VALIDATION_ERROR", `the request body did not arrive whole (${err.message})`));
+      reject(new ApiError("VALIDATION_ERROR", `request body could not be read: ${err.message}`, undefined, { cause: err }));
     };
     const cleanup = () => {
       incoming.off("data", onData);

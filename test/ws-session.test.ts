@@ -1,0 +1,134 @@
+/**
+ * One WebSocket session (src/server/ws-session.ts) without a socket, found by mutation testing
+ * (`npm run mutate`): every error reply exactly (message, OpenEnv's code, our reason, which details
+ * travel along), the fairness key of its MCP calls, and that it frees only an episode it has.
+ */
+import { describe, expect, it } from "vitest";
+import { environments } from "../envs/index.ts";
+import { ApiError } from "../src/env/errors.ts";
+import { inlineEngine, type EnvEngine } from "../src/server/engine.ts";
+import { StoreEpisodeHost, type EpisodeHost } from "../src/server/episode-host.ts";
+import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import { WS_TYPES } from "../src/server/protocol.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
+import { WsSession, wsError } from "../src/server/ws-session.ts";
+
+const reverseText = environments.find((e) => e.name === "reverse-text")!;
+
+/** The store's host, with every close it is asked for written down. */
+function recordingHost() {
+  const inner = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
+  const closes: unknown[] = [];
+  const host: EpisodeHost = {
+    reset: (env, opts) => inner.reset(env, opts),
+    step: (env, id, action) => inner.step(env, id, action),
+    state: (env, id) => inner.state(env, id),
+    close: (env, id) => (closes.push(id), inner.close(env, id)),
+  };
+  return { host, closes };
+}
+
+/** An inline engine that writes down the fairness key of each MCP call. */
+function recordingEngine() {
+  const inline = inlineEngine({});
+  const keys: string[] = [];
+  const engine: Pick<EnvEngine, "mcp"> = { mcp: (env, body, scope) => (keys.push(scope.key), inline.mcp(env, body, scope)) };
+  return { engine, keys };
+}
+
+const session = (host: EpisodeHost = recordingHost().host, engine?: Pick<EnvEngine, "mcp">) => new WsSession(reverseText, host, { maxMessageBytes: 1000, ...(engine ? { engine } : {}) });
+const reply = async (s: WsSession, message: unknown) => (await s.handle(typeof message === "string" ? message : JSON.stringify(message))).reply as { type: string; data: any } | undefined;
+
+describe("wsError", () => {
+  it("sends a validation error's issues as `errors`, and nothing else's details", () => {
+    expect(wsError(new ApiError("VALIDATION_ERROR", "bad", [{ path: ["seed"], message: "no" }])).data).toEqual({
+      message: "bad",
+      code: "VALIDATION_ERROR",
+      reason: "VALIDATION_ERROR",
+      errors: [{ path: ["seed"], message: "no" }],
+    });
+    expect(Object.keys(wsError(new ApiError("VALIDATION_ERROR", "bad")).data as object)).toEqual(["message", "code", "reason"]);
+    expect(Object.keys(wsError(new ApiError("EXECUTION_ERROR", "slow", { reason: "TIMEOUT", limit_ms: 5 })).data as object)).toEqual(["message", "code", "reason"]);
+    expect(wsError(new ApiError("EXECUTION_ERROR", "slow", { reason: "TIMEOUT" })).data).toEqual({ message: "slow", code: "EXECUTION_ERROR", reason: "TIMEOUT" });
+    expect(wsError(new ApiError("INTERNAL_ERROR", "oops")).data).toEqual({ message: "oops", code: "EXECUTION_ERROR", reason: "INTERNAL_ERROR" });
+  });
+
+  it("spreads the counts of a capacity or overload refusal into the reply, and only an object's", () => {
+    expect(wsError(new ApiError("CAPACITY_REACHED", "full", { active_sessions: 2, max_sessions: 2 })).data).toEqual({
+      message: "full",
+      code: "CAPACITY_REACHED",
+      reason: "CAPACITY_REACHED",
+      active_sessions: 2,
+      max_sessions: 2,
+    });
+    expect(wsError(new ApiError("OVERLOADED", "busy", { retry_after_s: 5 })).data).toEqual({ message: "busy", code: "CAPACITY_REACHED", reason: "OVERLOADED", retry_after_s: 5 });
+    expect(Object.keys(wsError(new ApiError("OVERLOADED", "busy", "ab")).data as object)).toEqual(["message", "code", "reason"]);
+    expect(Object.keys(wsError(new ApiError("CAPACITY_REACHED", "full")).data as object)).toEqual(["message", "code", "reason"]);
+  });
+});
+
+describe("WsSession", () => {
+  it("answers each bad message with its exact message", async () => {
+    const s = session();
+    expect((await reply(s, "{nope"))?.data).toEqual({ code: "INVALID_JSON", reason: "INVALID_JSON", message: "message is not valid JSON" });
+    for (const raw of ["null", "5", '"reset"', "[]", '{"type":7}']) {
+      const type = raw === "[]" || raw === "null" || raw === "5" || raw === '"reset"' ? undefined : 7;
+      expect((await reply(s, raw))?.data, raw).toEqual({
+        code: "UNKNOWN_TYPE",
+        reason: "UNKNOWN_TYPE",
+        message: `unknown message type ${JSON.stringify(type)}; expected one of ${WS_TYPES.join(", ")}`,
+      });
+    }
+    expect((await reply(s, { type: "dance" }))?.data.message).toBe(`unknown message type "dance"; expected one of reset, step, state, close, mcp`);
+    const extra = (await reply(s, { type: "state", data: 1 }))?.data;
+    expect(extra).toMatchObject({ code: "VALIDATION_ERROR", message: "invalid state message" });
+    expect(Array.isArray(extra.errors)).toBe(true);
+    expect((await reply(s, { type: "reset", data: { seed: "x" } }))?.data).toMatchObject({ code: "VALIDATION_ERROR", message: "invalid reset data" });
+    expect((await reply(s, { type: "step", data: { content: 5 } }))?.data).toMatchObject({ code: "VALIDATION_ERROR", message: "invalid action" });
+    for (const m of [{ type: "step", data: { content: "hi" } }, { type: "state" }]) {
+      expect((await reply(s, m))?.data).toEqual({ code: "SESSION_ERROR", reason: "UNKNOWN_EPISODE", message: "no episode on this connection: send a reset first" });
+    }
+  });
+
+  it("knows its episode, and frees only an episode it has", async () => {
+    const { host, closes } = recordingHost();
+    const s = session(host);
+    expect(s.currentEpisodeId).toBeUndefined();
+    await s.dispose();
+    expect(closes).toEqual([]);
+    const r = await reply(s, { type: "reset", data: { seed: 1 } });
+    expect(s.currentEpisodeId).toBe(r?.data.episode_id);
+    expect(await s.handle(JSON.stringify({ type: "close" }))).toEqual({ close: true });
+    expect(closes).toEqual([r?.data.episode_id]);
+    expect(s.currentEpisodeId).toBeUndefined();
+    await s.dispose();
+    expect(closes).toHaveLength(1);
+  });
+
+  it("runs MCP on the engine it is given, queued under the connection until a reset, then under the episode", async () => {
+    const { engine, keys } = recordingEngine();
+    const a = session(undefined, engine);
+    const b = session(undefined, engine);
+    const ping = { type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "ping" } };
+    expect(await reply(a, ping)).toEqual({ type: "mcp", data: { jsonrpc: "2.0", id: 1, result: {} } });
+    await reply(b, ping);
+    const r = await reply(a, { type: "reset", data: { seed: 1 } });
+    await reply(a, ping);
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toMatch(/^ws:./);
+    expect(keys[1]).toMatch(/^ws:./);
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(keys[2]).toBe(r?.data.episode_id);
+  });
+
+  it("runs MCP with the services it is given when no engine is", async () => {
+    const runs: string[] = [];
+    const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
+    const mathTools = environments.find((e) => e.name === "math-tools")!;
+    const s = new WsSession(mathTools, recordingHost().host, { maxMessageBytes: 1000, services: { sandbox } });
+    const r = await reply(s, { type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "1 + 1" } } } });
+    expect(r?.type).toBe("mcp");
+    expect(r?.data.error).toBeUndefined();
+    expect(runs).toEqual(["1 + 1"]);
+  });
+});
