@@ -237,7 +237,11 @@ export class HostPoolSandbox implements Sandbox {
         resolve(result);
       };
     });
-    const slot = queued(this.limiter, options, async () => {
+    // The run starts (`onStart`: a tool's clock resumes) once its host is ready, not when it gets
+    // a slot: a host being started or replaced (after a run that had to be killed) takes a few
+    // hundred ms, more on a loaded machine, and that is waiting, not running.
+    const { onStart, ...queueOptions } = options;
+    const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
       const host = this.acquire();
       try {
@@ -246,6 +250,7 @@ export class HostPoolSandbox implements Sandbox {
         } catch (err) {
           return errorResult("SandboxError", `could not start a ${this.options.label}: ${(err as Error).message}`, 0);
         }
+        onStart?.();
         // The slot stays taken until the host is free again, even when the caller was answered earlier.
         await host.serve({ id: this.nextId++, code, options: sent, limits, signal: options.signal, answer });
         return answered;
