@@ -127,17 +127,26 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 
 const STATE = JSON.stringify({ type: "state" });
 
+/**
+ * A socket on its own server whose episode was reset (reply 1), then a `state` message the host
+ * holds until `host.release()`: what waits behind it is what a test counts.
+ */
+async function socketWithOneInProgress(maxWsMessageBytes: number) {
+  const host = new GatedHost();
+  const budget = new MemoryBudget(1 << 30, () => 0);
+  const served = await serveWs(host, { budget, maxWsMessageBytes });
+  const c = await connect(served.url);
+  c.send({ type: "reset", data: { seed: 1 } });
+  expect((await c.reply(1)).type).toBe("observation");
+  host.hold();
+  c.send(STATE);
+  await host.entered;
+  return { host, budget, served, c };
+}
+
 describe("messages waiting on one socket", () => {
   it("lets exactly 64 wait behind the one in progress and answers them all", async () => {
-    const host = new GatedHost();
-    const budget = new MemoryBudget(1 << 30, () => 0);
-    const served = await serveWs(host, { budget, maxWsMessageBytes: 1024 });
-    const c = await connect(served.url);
-    c.send({ type: "reset", data: { seed: 1 } });
-    expect((await c.reply(1)).type).toBe("observation");
-    host.hold();
-    c.send(STATE);
-    await host.entered;
+    const { host, budget, c } = await socketWithOneInProgress(1024);
     for (let i = 0; i < 64; i++) c.send(STATE);
     await until(() => budget.usedBytes === 64 * 2 * STATE.length + 2 * STATE.length, "64 messages held");
     host.release();
@@ -151,15 +160,7 @@ describe("messages waiting on one socket", () => {
   });
 
   it("cuts the client off at the 65th (1008), runs none of what it queued and frees its episode", async () => {
-    const host = new GatedHost();
-    const budget = new MemoryBudget(1 << 30, () => 0);
-    const served = await serveWs(host, { budget, maxWsMessageBytes: 1024 });
-    const c = await connect(served.url);
-    c.send({ type: "reset", data: { seed: 1 } });
-    await c.reply(1);
-    host.hold();
-    c.send(STATE);
-    await host.entered;
+    const { host, budget, served, c } = await socketWithOneInProgress(1024);
     for (let i = 0; i < 65; i++) c.send(STATE);
     let allQueued = false;
     const queued = until(() => budget.usedBytes >= 66 * 2 * STATE.length, "65 messages held").then(() => (allQueued = true), () => undefined);
@@ -175,15 +176,7 @@ describe("messages waiting on one socket", () => {
   });
 
   it("lets messages of twice the limit's characters wait, then reads no more from the socket until they drain", async () => {
-    const host = new GatedHost();
-    const budget = new MemoryBudget(1 << 30, () => 0);
-    const served = await serveWs(host, { budget, maxWsMessageBytes: 100 });
-    const c = await connect(served.url);
-    c.send({ type: "reset", data: { seed: 1 } });
-    await c.reply(1);
-    host.hold();
-    c.send(STATE);
-    await host.entered;
+    const { host, budget, c } = await socketWithOneInProgress(100);
     const hundred = STATE.padEnd(100, " ");
     c.send(hundred);
     c.send(hundred);
@@ -222,14 +215,7 @@ describe("messages waiting on one socket", () => {
   });
 
   it("runs nothing a client queued before its close message, once it is closed", async () => {
-    const host = new GatedHost();
-    const served = await serveWs(host, { budget: new MemoryBudget(1 << 30, () => 0), maxWsMessageBytes: 1024 });
-    const c = await connect(served.url);
-    c.send({ type: "reset", data: { seed: 1 } });
-    await c.reply(1);
-    host.hold();
-    c.send(STATE);
-    await host.entered;
+    const { host, served, c } = await socketWithOneInProgress(1024);
     c.send({ type: "close" });
     c.send({ type: "reset", data: { seed: 2, episode_id: "ghost" } });
     host.release();
@@ -240,14 +226,7 @@ describe("messages waiting on one socket", () => {
   });
 
   it("runs nothing a client queued before it went away, and frees its episode", async () => {
-    const host = new GatedHost();
-    const served = await serveWs(host, { budget: new MemoryBudget(1 << 30, () => 0), maxWsMessageBytes: 1024 });
-    const c = await connect(served.url);
-    c.send({ type: "reset", data: { seed: 1 } });
-    await c.reply(1);
-    host.hold();
-    c.send(STATE);
-    await host.entered;
+    const { host, served, c } = await socketWithOneInProgress(1024);
     for (let i = 0; i < 3; i++) c.send(STATE);
     c.ws.terminate();
     await until(() => served.clients() === 0, "server saw the disconnect");
