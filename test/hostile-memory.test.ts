@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import WebSocket from "ws";
 import { resolve } from "node:path";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
@@ -82,9 +83,9 @@ describe("memory a client can make the server keep", () => {
     // what does not fit is pinned in test/memory-budget.test.ts.
     console.log(`[hostile] queued WebSocket messages: ${outcome.result.reasons.OVERLOADED ?? 0} of 480 refused OVERLOADED`);
   }, 180_000);
-  /** `node slow-senders.mjs MODE ...` (see there): how many of 100 are still waiting after 2 s, and how the rest were answered. */
-  const slowSenders = async (mode: "http" | "ws") => {
-    const child = spawn(process.execPath, [SLOW_SENDERS, mode, server.url, "100", String(1 << 20), "2000"], { stdio: ["ignore", "pipe", "inherit"] });
+  /** `node slow-senders.mjs MODE ...` (see there): how many of `count` are still waiting after 2 s, and how the rest were answered. */
+  const slowSenders = async (mode: "http" | "ws", count = 100, bytes = 1 << 20) => {
+    const child = spawn(process.execPath, [SLOW_SENDERS, mode, server.url, String(count), String(bytes), "2000"], { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     const code = await new Promise((r) => child.once("exit", r));
@@ -130,4 +131,46 @@ describe("memory a client can make the server keep", () => {
       })
       .toBe("observation");
   }, 180_000);
+
+  // Small bodies and frames (up to 64 KiB) have a share of their own, a sixteenth of the budget
+  // (4 MiB here), counted only when they come in pieces: before it, 10,000 connections each
+  // sending most of a 64 KiB body could hold 640 MB outside any limit. Every probe request is
+  // small and comes whole, so it is never held and never refused.
+  const SMALL_BYTES = 60_000;
+  const smallShareHolds = Math.floor((BUDGET_MB * 2 ** 20) / 16 / SMALL_BYTES); // 69
+
+  it("300 clients each sending most of a 60 KB body: held within the small share, the rest 503, others served", async () => {
+    const outcome = await underAttack(server, () => slowSenders("http", 300, SMALL_BYTES), { minProbes: 3 });
+    console.log(`[hostile] 300 slow 60 KB bodies: ${JSON.stringify(outcome.result)}`);
+    expect(outcome.result.waiting).toBe(smallShareHolds);
+    expect(outcome.result.answers).toEqual({ "HTTP/1.1 503 Service Unavailable": 300 - smallShareHolds });
+    expectServed("300 slow 60 KB bodies", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    // Gone clients give their share back: a body of the same size sent in two pieces goes through.
+    await expect.poll(async () => (await smallBodyInPieces()).split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  }, 180_000);
+
+  it("300 WebSockets each sending most of a 60 KB frame: held within the small share, the rest closed 1013, others served", async () => {
+    const outcome = await underAttack(server, () => slowSenders("ws", 300, SMALL_BYTES), { minProbes: 3 });
+    console.log(`[hostile] 300 WebSockets × most of a 60 KB frame: ${JSON.stringify(outcome.result)}`);
+    // As with large frames, a socket is closed when its next chunk does not fit: at most the share.
+    expect(outcome.result.waiting).toBeGreaterThanOrEqual(1);
+    expect(outcome.result.waiting).toBeLessThanOrEqual(smallShareHolds);
+    expect(outcome.result.answers).toEqual({ "close 1013": 300 - outcome.result.waiting });
+    expectServed("300 WebSockets × most of a 60 KB frame", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+  }, 180_000);
+
+  /** A 60 KB reset body written in two pieces, the second after the first was sent: the raw answer. */
+  const smallBodyInPieces = () =>
+    new Promise<string>((done, fail) => {
+      const body = JSON.stringify({ seed: 1, pad: "x".repeat(SMALL_BYTES - 30) });
+      const { hostname, port } = new URL(server.url);
+      const sock = connect(Number(port), hostname, () => {
+        sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`);
+        sock.write(body.slice(0, 1000), () => setTimeout(() => sock.write(body.slice(1000)), 50));
+      });
+      let got = "";
+      sock.on("data", (d) => (got += d.toString()));
+      sock.on("end", () => done(got));
+      sock.on("error", fail);
+    });
 });

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { ApiError } from "../src/env/errors.ts";
 import type { EpisodeState } from "../src/env/episode.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
-import { Arriving, MemoryBudget, OVERLOADED_RETRY_AFTER_S, UNCOUNTED_ARRIVING_BYTES } from "../src/server/memory.ts";
+import { Arriving, MemoryBudget, OVERLOADED_RETRY_AFTER_S, SMALL_ARRIVING_BYTES } from "../src/server/memory.ts";
 
 const state = (id: string) => ({ episode_id: id }) as unknown as EpisodeState;
 
@@ -157,13 +157,35 @@ describe("MemoryBudget", () => {
     expect(() => budget.holdBody(1, 1499)).toThrow(/share/); // not the whole of what is held
   });
 
-  it("Arriving: counts a body only past 64 KiB, follows its size both ways, and gives it all back", () => {
-    const budget = new MemoryBudget(4 * 2 ** 20, () => 0); // a 1 MiB share for arriving bytes
+  it("holds small bodies in pieces in a share of their own, a sixteenth of the limit, that large ones cannot crowd", () => {
+    const budget = new MemoryBudget(1600, () => 1600); // the kept part is full
+    budget.holdBody(400); // the bodies' share is full too
+    budget.holdSmallBody(60);
+    budget.holdSmallBody(40); // exactly the small share
+    expect(budget.smallBodyBytes).toBe(100);
+    try {
+      budget.holdSmallBody(1);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toMatchObject({ code: "OVERLOADED", details: { retry_after_s: OVERLOADED_RETRY_AFTER_S } });
+      expect((err as Error).message).toContain("small request bodies and messages arriving in pieces have used up their share");
+    }
+    expect(budget.smallBodyBytes).toBe(100);
+    expect(budget.bodyBytes).toBe(400);
+    budget.releaseSmallBody(100);
+    budget.holdSmallBody(500); // alone: always taken
+    budget.holdSmallBody(10, 500); // the same one growing
+    expect(() => budget.holdSmallBody(1)).toThrow(/small request bodies/);
+    expect(budget.smallBodyBytes).toBe(510);
+  });
+
+  it("Arriving: small sizes in the small share, larger ones in the bodies' share, moving between them both ways", () => {
+    const budget = new MemoryBudget(4 * 2 ** 20, () => 0); // 1 MiB for bodies, 256 KiB for small ones
     const a = new Arriving(budget);
-    a.resize(UNCOUNTED_ARRIVING_BYTES);
-    expect(budget.bodyBytes).toBe(0);
-    a.resize(UNCOUNTED_ARRIVING_BYTES + 1);
-    expect(budget.bodyBytes).toBe(UNCOUNTED_ARRIVING_BYTES + 1);
+    a.resize(SMALL_ARRIVING_BYTES);
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([SMALL_ARRIVING_BYTES, 0]);
+    a.resize(SMALL_ARRIVING_BYTES + 1);
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([0, SMALL_ARRIVING_BYTES + 1]);
     a.resize(300_000);
     expect(budget.bodyBytes).toBe(300_000);
     const b = new Arriving(budget);
@@ -172,10 +194,19 @@ describe("MemoryBudget", () => {
     expect(() => b.resize(800_000)).toThrow(/share/); // 1.1 MB with a's: over the 1 MiB share
     expect(budget.bodyBytes).toBe(1_000_000); // b keeps what it held
     a.resize(10); // a message used most of what had arrived
-    expect(budget.bodyBytes).toBe(700_000);
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([10, 700_000]);
+    // The small share holds four frames of 64 KiB; a fifth does not fit, and keeps nothing.
+    const small = Array.from({ length: 4 }, () => new Arriving(budget));
+    small[0]!.resize(SMALL_ARRIVING_BYTES - 10);
+    for (const s of small.slice(1)) s.resize(SMALL_ARRIVING_BYTES);
+    expect(budget.smallBodyBytes).toBe(4 * SMALL_ARRIVING_BYTES);
+    const fifth = new Arriving(budget);
+    expect(() => fifth.resize(1)).toThrow(/small request bodies/);
+    fifth.release();
+    for (const s of small) s.release();
     b.release();
     a.release();
-    expect(budget.bodyBytes).toBe(0);
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([0, 0]);
     new Arriving(undefined).resize(10 ** 9); // no budget (Workers, app.request): nothing counted
   });
 

@@ -6,22 +6,25 @@ import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 import { ApiError } from "../env/errors.ts";
 import { bodyTooLarge, readWebBody } from "../server/body.ts";
-import { Arriving, type MemoryBudget } from "../server/memory.ts";
+import { Arriving, type MemoryBudget, SMALL_ARRIVING_BYTES } from "../server/memory.ts";
 
 /**
  * The body as text, refusing more than `max` bytes with 413. With a `budget`, the bytes a body
- * will hold are counted against the budget's share for bodies while it arrives (its declared
- * length up front, a chunked body chunk by chunk): many clients each sending a large body slowly
- * would otherwise hold gigabytes outside any limit. Past it the request gets 503 OVERLOADED.
+ * will hold are counted against the budget's shares for arriving bodies while it arrives (a large
+ * declared length up front, a small one once its first bytes come without the rest, a chunked body
+ * chunk by chunk): many clients each sending a body slowly would otherwise hold gigabytes outside
+ * any limit. Past it the request gets 503 OVERLOADED. A small body that comes whole (a step, a
+ * close: almost every request) is never held, so slow senders cannot crowd it out.
  */
 export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Promise<string> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (!incoming) return readWebBody(c, max); // e.g. app.request() in tests
   const declared = incoming.headers["content-length"];
-  if (declared !== undefined && Number(declared) > max) return Promise.reject(bodyTooLarge(max));
+  const length = declared === undefined ? undefined : Number(declared);
+  if (length !== undefined && length > max) return Promise.reject(bodyTooLarge(max));
   const arriving = new Arriving(budget);
   try {
-    if (declared !== undefined) arriving.resize(Number(declared));
+    if (length !== undefined && length > SMALL_ARRIVING_BYTES) arriving.resize(length);
   } catch (err) {
     incoming.resume(); // drain it without keeping it
     return Promise.reject(err);
@@ -37,10 +40,10 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > max) return fail(bodyTooLarge(max));
-      // A declared length was held up front; a chunked body is held as it grows.
-      if (declared === undefined) {
+      // A chunked body is held as it grows; a small declared one once it is seen to come in pieces.
+      if (length === undefined || size < length) {
         try {
-          arriving.resize(size);
+          arriving.resize(length ?? size);
         } catch (err) {
           return fail(err);
         }

@@ -48,6 +48,8 @@ export class MemoryBudget {
 
   /** Bytes of request bodies on their way in (see holdBody). */
   private bodies = 0;
+  /** Bytes of small request bodies and frames on their way in (see holdSmallBody). */
+  private smallBodies = 0;
 
   /**
    * Keep `bytes` more of request bodies arriving, or throw OVERLOADED. Bodies have their own share,
@@ -57,54 +59,89 @@ export class MemoryBudget {
    * `own`: what the same body holds already. Give them back with releaseBody().
    */
   holdBody(bytes: number, own = 0): void {
-    const share = this.limitBytes / 4;
-    // One body at a time always fits, so a budget smaller than four bodies still serves them.
-    // `own`: what this body already holds (a body growing as it arrives is still alone).
-    if (this.bodies - own > 0 && this.bodies + bytes > share) {
-      throw new ApiError(
-        "OVERLOADED",
-        `request bodies arriving at once have used up their share of the server's memory budget (${Math.round(share / 2 ** 20)} MiB); retry later`,
-        { retry_after_s: OVERLOADED_RETRY_AFTER_S },
-      );
-    }
-    this.bodies += bytes;
+    this.bodies = this.holdArriving(this.bodies, this.limitBytes / 4, bytes, own, "request bodies arriving at once");
   }
 
   releaseBody(bytes: number): void {
     this.bodies -= bytes;
   }
 
+  /**
+   * The same for bodies and frames of at most SMALL_ARRIVING_BYTES that did not arrive in one
+   * piece, in a share of their own, a sixteenth of the limit: thousands of connections each sending
+   * most of a small body cannot hold more than that, and large slow bodies cannot crowd out the
+   * small requests (steps, closes) that everyone else sends.
+   */
+  holdSmallBody(bytes: number, own = 0): void {
+    this.smallBodies = this.holdArriving(this.smallBodies, this.limitBytes / 16, bytes, own, "small request bodies and messages arriving in pieces");
+  }
+
+  releaseSmallBody(bytes: number): void {
+    this.smallBodies -= bytes;
+  }
+
+  /** `held` plus `bytes`, or OVERLOADED when they do not fit in `share` (one alone always fits). */
+  private holdArriving(held: number, share: number, bytes: number, own: number, what: string): number {
+    // One at a time always fits, so a budget smaller than four bodies still serves them.
+    // `own`: what this one already holds (a body growing as it arrives is still alone).
+    if (held - own > 0 && held + bytes > share) {
+      throw new ApiError("OVERLOADED", `${what} have used up their share of the server's memory budget (${Math.round(share / 2 ** 20)} MiB); retry later`, {
+        retry_after_s: OVERLOADED_RETRY_AFTER_S,
+      });
+    }
+    return held + bytes;
+  }
+
   /** Bytes of request bodies arriving now. */
   get bodyBytes(): number {
     return this.bodies;
   }
+
+  /** Bytes of small bodies and frames arriving in pieces now. */
+  get smallBodyBytes(): number {
+    return this.smallBodies;
+  }
 }
 
 /**
- * Bodies and frames this small are not counted while they arrive: they come in a packet or two, a
- * client holds no more than this per connection with them, and counting them would let a few
- * large slow ones hold up every other client's small request (a step, a close).
+ * Bodies and frames up to this size are small: they usually come whole, in a packet or two, and
+ * are counted only when they do not (SMALL share, see MemoryBudget.holdSmallBody); larger ones are
+ * counted from their first byte against the bodies' share.
  */
-export const UNCOUNTED_ARRIVING_BYTES = 64 * 1024;
+export const SMALL_ARRIVING_BYTES = 64 * 1024;
 
-/** One request body or WebSocket frame on its way in, held against the budget's share for them. */
+/**
+ * One request body or WebSocket frame on its way in, held against the budget's share for its size:
+ * up to SMALL_ARRIVING_BYTES in the small share, above it in the bodies' share.
+ */
 export class Arriving {
-  private held = 0;
+  private small = 0;
+  private large = 0;
 
   constructor(private readonly budget: MemoryBudget | undefined) {}
 
-  /** It has `size` bytes now (more or fewer); throws OVERLOADED, keeping what it held, when they do not fit. */
+  /** It has `size` bytes now (more or fewer); throws OVERLOADED when they do not fit. */
   resize(size: number): void {
-    if (!this.budget) return;
-    const want = size > UNCOUNTED_ARRIVING_BYTES ? size : 0;
-    if (want < this.held) this.budget.releaseBody(this.held - want);
-    else if (want > this.held) this.budget.holdBody(want - this.held, this.held);
-    this.held = want;
+    const budget = this.budget;
+    if (!budget) return;
+    const small = size > SMALL_ARRIVING_BYTES ? 0 : size;
+    const large = size > SMALL_ARRIVING_BYTES ? size : 0;
+    // Give back before taking: a body growing past SMALL_ARRIVING_BYTES moves to the other share.
+    if (small < this.small) budget.releaseSmallBody(this.small - small);
+    if (large < this.large) budget.releaseBody(this.large - large);
+    this.small = Math.min(this.small, small);
+    this.large = Math.min(this.large, large);
+    if (small > this.small) budget.holdSmallBody(small - this.small, this.small);
+    this.small = small;
+    if (large > this.large) budget.holdBody(large - this.large, this.large);
+    this.large = large;
   }
 
   /** It is done (used, refused or gone): give back what it held. */
   release(): void {
-    this.budget?.releaseBody(this.held);
-    this.held = 0;
+    this.budget?.releaseSmallBody(this.small);
+    this.budget?.releaseBody(this.large);
+    this.small = 0;
+    this.large = 0;
   }
 }
