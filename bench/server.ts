@@ -15,6 +15,8 @@ export interface BenchServer {
   rssBytes(): number;
   /** CPU time the server process has used so far, every thread counted, in µs (Linux /proc). */
   cpuMicros(): number;
+  /** CPU time its main thread (the event loop every request passes through) has used, in µs. */
+  eventLoopCpuMicros(): number;
   stop(): Promise<void>;
 }
 
@@ -43,18 +45,23 @@ export async function startBenchServer(env: Record<string, string> = {}): Promis
       const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
       return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
     },
-    cpuMicros() {
-      // Fields 14 and 15 of /proc/PID/stat (after the parenthesised command name): utime, stime in clock ticks.
-      const stat = readFileSync(`/proc/${child.pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-    },
+    cpuMicros: () => cpuMicrosOf(`/proc/${child.pid}/stat`),
+    // The main thread's id is the process's.
+    eventLoopCpuMicros: () => cpuMicrosOf(`/proc/${child.pid}/task/${child.pid}/stat`),
     stop: () =>
       new Promise((done) => {
         child.once("exit", () => done());
         child.kill("SIGTERM");
       }),
   };
+}
+
+/** utime + stime of a /proc stat file, in µs. */
+function cpuMicrosOf(path: string): number {
+  // Fields 14 and 15 (after the parenthesised command name): utime, stime in clock ticks.
+  const stat = readFileSync(path, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
