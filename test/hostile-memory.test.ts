@@ -14,6 +14,7 @@ import { expectServed, startLiveServer, underAttack, type LiveServer } from "./h
 const BUDGET_MB = 64;
 const FLOOD = resolve(import.meta.dirname, "helpers/ws-flood.mjs");
 const SLOW_SENDERS = resolve(import.meta.dirname, "helpers/slow-senders.mjs");
+const NO_READERS = resolve(import.meta.dirname, "helpers/no-readers.mjs");
 let server: LiveServer;
 
 beforeAll(async () => {
@@ -130,6 +131,25 @@ describe("memory a client can make the server keep", () => {
         return reply;
       })
       .toBe("observation");
+  }, 180_000);
+
+  it("20 WebSockets that never read their answers, each asking for a 900,000-character state every 3 ms: answers held within the budget, others served", async () => {
+    // Before, one such socket made the server hold 2.9 GB of answers in 20 s.
+    const base = `${server.url.replace("http", "ws")}/envs/reverse-text/ws`;
+    const outcome = await underAttack(server, async () => {
+      const child = spawn(process.execPath, [NO_READERS, base, "20", "900000", "3000"], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      const code = await new Promise((r) => child.once("exit", r));
+      expect(code).toBe(0);
+      return JSON.parse(out) as { asked: number; ready: number };
+    }, { minProbes: 3 });
+    console.log(`[hostile] 20 sockets not reading 900k-character states: ${JSON.stringify(outcome.result)}`);
+    expect(outcome.result.ready).toBe(20);
+    expect(outcome.result.asked).toBeGreaterThan(2000); // 20 sockets × up to 1,000 asks: ~1.8 GB of answers if all were made
+    expectServed("20 sockets not reading 900k-character states", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+    // Their episodes are given back when the sockets go; then a large episode fits again.
+    await expect.poll(async () => (await json("/envs/reverse-text/reset", {})).status).toBe(200);
   }, 180_000);
 
   // Small bodies and frames (up to 64 KiB) have a share of their own, a sixteenth of the budget

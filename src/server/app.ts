@@ -19,6 +19,7 @@ import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
 import { WsSession, wsError } from "./ws-session.ts";
+import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
 import { logger, redactPath } from "./log.ts";
 
@@ -252,6 +253,7 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
   let pendingChars = 0;
   let closed = false;
   const flow = readPauser();
+  const answers = answerFlow(budget);
   const enqueue = (work: () => Promise<void>) => {
     // A failure here is a bug, not a client's doing: log it and keep the session's queue alive.
     chain = chain.then(work).catch((err) => console.error("envworker: WebSocket handler failed:", err));
@@ -284,13 +286,16 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
       pendingChars += text.length;
       if (pendingChars >= maxPendingChars) flow.pause(ws);
       enqueue(async () => {
+        // A client that is not reading its answers gets no more until they go (ws-answers.ts);
+        // meanwhile its messages keep waiting, and the limits above apply to them.
+        await answers.ready();
         pending--;
         pendingChars -= text.length;
         if (pendingChars < maxPendingChars) flow.resume(ws);
         try {
           if (closed) return;
           const { reply, close } = await session.handle(text);
-          if (reply && ws.readyState === 1) ws.send(JSON.stringify(reply));
+          if (reply && ws.readyState === 1) answers.send(ws, JSON.stringify(reply));
           if (close) {
             closed = true;
             ws.close(1000, "closed by client");
@@ -302,10 +307,12 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
     },
     onClose() {
       closed = true;
+      answers.close();
       enqueue(() => session.dispose());
     },
     onError() {
       closed = true;
+      answers.close();
       enqueue(() => session.dispose());
     },
   };
