@@ -16,6 +16,7 @@ import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
 import { holdArrivingFrames } from "./node/ws-arriving.ts";
+import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
 
 export interface RunningServer {
@@ -80,6 +81,8 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     maxBodyBytes: config.maxBodyBytes,
     // Bodies arriving are held against the memory budget too (many slow large bodies at once).
     readBody: (c, max) => readNodeBody(c, max, budget),
+    // And large answers on their way out (many connections not reading them).
+    answers: nodeAnswers(budget),
     token: config.token,
   });
   // Frames past twice the message limit are refused by the transport before they are buffered

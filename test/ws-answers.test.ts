@@ -57,21 +57,23 @@ describe("answers on their way out", () => {
     expect(await settled(waiting)).toBe(true);
   });
 
-  it("a large answer is held against the budget until sent; one that does not fit becomes OVERLOADED", async () => {
-    const budget = new MemoryBudget(4 * SMALL_ARRIVING_BYTES, () => 0);
+  it("a large answer is held in the budget's share for answers until sent; one that does not fit becomes OVERLOADED", async () => {
+    const budget = new MemoryBudget(16 * SMALL_ARRIVING_BYTES, () => 0); // answers' share: 4 × 64 KiB
     const flow = answerFlow(budget);
     const { ws, sent, flush } = fakeSocket();
     flow.send(ws, "s".repeat(SMALL_ARRIVING_BYTES)); // small: not counted
-    expect(budget.usedBytes).toBe(0);
-    const large = "l".repeat(3 * SMALL_ARRIVING_BYTES);
+    expect(budget.answerBytes).toBe(0);
+    const large = "l".repeat(SMALL_ARRIVING_BYTES + 1);
     flow.send(ws, large);
-    expect(budget.usedBytes).toBe(large.length);
-    flow.send(ws, "m".repeat(SMALL_ARRIVING_BYTES + 1)); // does not fit beside it
-    expect(budget.usedBytes).toBe(large.length);
+    expect(budget.answerBytes).toBe(2 * large.length); // two bytes a character, as stored states
+    expect(budget.usedBytes).toBe(0); // beside what is kept, not in it
+    flow.send(ws, large); // 4 × 64 KiB + 4 bytes with the first: over the share
+    expect(budget.answerBytes).toBe(2 * large.length);
     expect(JSON.parse(sent[2]!)).toMatchObject({ type: "error", data: { reason: "OVERLOADED", retry_after_s: 5 } });
     flush();
     flush();
-    expect(budget.usedBytes).toBe(0); // sent: given back
+    flush();
+    expect(budget.answerBytes).toBe(0); // sent: given back
     flow.send(ws, large);
     expect(sent[3]).toBe(large); // fits again
   });

@@ -18,7 +18,7 @@ import { inlineEngine, type EnvEngine } from "./engine.ts";
 import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
-import { WsSession, wsError } from "./ws-session.ts";
+import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
 import { logger, redactPath } from "./log.ts";
@@ -45,11 +45,21 @@ export interface AppOptions {
    * than materializing a web Request.
    */
   readBody?: BodyReader;
+  /** Answers held against the memory budget until sent (Node: node-answers.ts). Default: none (a Durable Object's answers are its own episode's). */
+  answers?: AnswerHolder;
   /** When set, every route but `GET /health` requires this bearer token (see auth.ts). */
   token?: string | undefined;
 }
 
 export type AppEnv = { Variables: { env: Environment } };
+
+/** How a platform holds answers on their way out against its memory budget. */
+export interface AnswerHolder {
+  /** Throws OVERLOADED unless an answer of about `bytes` would fit: checked before a costly one is made. */
+  room(c: Context, bytes: number): void;
+  /** Hold an answer of `bytes` until it has been sent, or throw OVERLOADED. */
+  hold(c: Context, bytes: number): void;
+}
 
 /** Every route under /envs/{name}/ with its method (the tests generate their access matrix from it). */
 export const ENV_ROUTES: Readonly<Record<string, string>> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
@@ -62,6 +72,15 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   /** The caller's scope for a stateless call: cancelled when the client goes away. */
   const scopeOf = (c: Context) => ({ key: clientKey(c), signal: c.req.raw.signal });
   const readText = opts.readBody ?? readWebBody;
+  /**
+   * The answer of a route whose size the client decides (an episode's state, a thousand examples):
+   * a client that does not read it would otherwise make the server keep it outside any limit.
+   */
+  const answer = (c: Context, value: unknown) => answerJson(c, JSON.stringify(value));
+  const answerJson = (c: Context, json: string) => {
+    opts.answers?.hold(c, 2 * json.length); // counted as stored states are: two bytes a character
+    return c.body(json, 200, { "content-type": "application/json" });
+  };
   const app = new Hono<AppEnv>();
   /** Parse a JSON body against a schema: INVALID_JSON or VALIDATION_ERROR (400) on failure. */
   async function readBody<S extends z.ZodType>(c: Context, schema: S, emptyIsObject = false): Promise<z.output<S>> {
@@ -121,16 +140,20 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 
   app.post(`${b}/reset`, async (c) => {
     // An `example` reference is resolved where environment code runs (the engine), like the rest of a reset.
-    return c.json(await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true)));
+    return answer(c, await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true)));
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);
-    return c.json(await opts.host.step(c.get("env"), req.episode_id, req.action, c.req.raw.signal));
+    return answer(c, await opts.host.step(c.get("env"), req.episode_id, req.action, c.req.raw.signal));
   });
   app.get(`${b}/state`, async (c) => {
     const id = c.req.query("episode_id");
     if (!id) throw new ApiError("VALIDATION_ERROR", "episode_id query parameter is required");
-    return c.json(await opts.host.state(c.get("env"), id));
+    // A whole episode, possibly megabytes: not made while answers nobody reads fill their share
+    // (a client pipelining requests for it would otherwise cost a copy each).
+    opts.answers?.room(c, opts.host.stateBytes?.(id) ?? 0);
+    const env = c.get("env");
+    return opts.host.stateJson ? answerJson(c, await opts.host.stateJson(env, id)) : answer(c, await opts.host.state(env, id));
   });
   app.post(`${b}/close`, async (c) => {
     const req = await readBody(c, CloseRequestSchema);
@@ -139,11 +162,11 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   app.post(`${b}/score`, async (c) => {
     const req = await readBody(c, ScoreRequestSchema);
-    return c.json({ results: await engine.score(c.get("env"), req.items, scopeOf(c)) });
+    return answer(c, { results: await engine.score(c.get("env"), req.items, scopeOf(c)) });
   });
   app.post(`${b}/examples`, async (c) => {
     const req = await readBody(c, ExamplesRequestSchema, true);
-    return c.json(await engine.examples(c.get("env"), req, scopeOf(c)));
+    return answer(c, await engine.examples(c.get("env"), req, scopeOf(c)));
   });
   app.post(`${b}/mcp`, async (c) => {
     const text = await readText(c, maxBody);
@@ -154,7 +177,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
     }
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
-    return response === null ? c.body(null, 202) : c.json(response);
+    return response === null ? c.body(null, 202) : answer(c, response);
   });
 
   app.get(`${b}/ws`, async (c, next) => {
@@ -295,7 +318,7 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
         try {
           if (closed) return;
           const { reply, close } = await session.handle(text);
-          if (reply && ws.readyState === 1) answers.send(ws, JSON.stringify(reply));
+          if (reply && ws.readyState === 1) answers.send(ws, wsReplyText(reply));
           if (close) {
             closed = true;
             ws.close(1000, "closed by client");

@@ -4,7 +4,7 @@
  * without touching either.
  */
 import type { Environment } from "../env/environment.ts";
-import { publicState, type ResetOptions, type StepResult } from "../env/episode.ts";
+import { publicState, type EpisodeState, type ResetOptions, type StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { EpisodeStore } from "./episode-store.ts";
 import { newEpisodeId } from "./ids.ts";
@@ -36,7 +36,14 @@ export interface EpisodeHost {
   step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult>;
   state(env: Environment, episodeId: string): Promise<JsonObject>;
   close(env: Environment, episodeId: string): Promise<boolean>;
+  /** About what an episode's state will cost as an answer, in bytes, when the host knows (0: unknown). */
+  stateBytes?(episodeId: string): number;
+  /** `state` as its JSON text, when the host keeps it made (the same state asked again is not made again). */
+  stateJson?(env: Environment, episodeId: string): Promise<string>;
 }
+
+/** State answers kept made: a client asking for one large episode over and over pays one copy. */
+const STATE_ANSWERS_KEPT = 4;
 
 export class StoreEpisodeHost implements EpisodeHost {
   // Steps on one episode run one at a time, in arrival order; different episodes never wait.
@@ -92,6 +99,23 @@ export class StoreEpisodeHost implements EpisodeHost {
 
   async state(env: Environment, episodeId: string): Promise<JsonObject> {
     return publicState(await this.load(env, episodeId));
+  }
+
+  stateBytes(episodeId: string): number {
+    return this.store.bytesOf?.(episodeId) ?? 0;
+  }
+
+  /** The last few state answers, by the stored state they were made of (a step stores a new one). */
+  private readonly stateAnswers = new Map<EpisodeState, string>();
+
+  async stateJson(env: Environment, episodeId: string): Promise<string> {
+    const s = await this.load(env, episodeId);
+    let json = this.stateAnswers.get(s);
+    if (json) this.stateAnswers.delete(s); // moved to the newest place below
+    else json = JSON.stringify(publicState(s));
+    this.stateAnswers.set(s, json);
+    if (this.stateAnswers.size > STATE_ANSWERS_KEPT) this.stateAnswers.delete(this.stateAnswers.keys().next().value!);
+    return json;
   }
 
   close(env: Environment, episodeId: string): Promise<boolean> {

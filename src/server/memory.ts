@@ -50,6 +50,8 @@ export class MemoryBudget {
   private bodies = 0;
   /** Bytes of small request bodies and frames on their way in (see holdSmallBody). */
   private smallBodies = 0;
+  /** Bytes of answers on their way out (see holdAnswer). */
+  private answers = 0;
 
   /**
    * Keep `bytes` more of request bodies arriving, or throw OVERLOADED. Bodies have their own share,
@@ -59,7 +61,7 @@ export class MemoryBudget {
    * `own`: what the same body holds already. Give them back with releaseBody().
    */
   holdBody(bytes: number, own = 0): void {
-    this.bodies = this.holdArriving(this.bodies, this.limitBytes / 4, bytes, own, "request bodies arriving at once");
+    this.bodies = this.holdShare(this.bodies, this.limitBytes / 4, bytes, own, "request bodies arriving at once");
   }
 
   releaseBody(bytes: number): void {
@@ -73,16 +75,39 @@ export class MemoryBudget {
    * small requests (steps, closes) that everyone else sends.
    */
   holdSmallBody(bytes: number, own = 0): void {
-    this.smallBodies = this.holdArriving(this.smallBodies, this.limitBytes / 16, bytes, own, "small request bodies and messages arriving in pieces");
+    this.smallBodies = this.holdShare(this.smallBodies, this.limitBytes / 16, bytes, own, "small request bodies and messages arriving in pieces");
   }
 
   releaseSmallBody(bytes: number): void {
     this.smallBodies -= bytes;
   }
 
+  /**
+   * Keep `bytes` more of answers on their way out (a client not reading them keeps them here), or
+   * throw OVERLOADED. Answers have a share of their own, a quarter of the limit: clients that stop
+   * reading cannot hold more than that, nor crowd out new episodes. One alone always fits.
+   */
+  holdAnswer(bytes: number): void {
+    this.answers = this.holdShare(this.answers, this.limitBytes / 4, bytes, 0, "answers not yet read by their clients");
+  }
+
+  releaseAnswer(bytes: number): void {
+    this.answers -= bytes;
+  }
+
+  /** Throws OVERLOADED unless an answer of `bytes` would fit now: checked before one costly to make is made. */
+  answerRoom(bytes: number): void {
+    this.holdShare(this.answers, this.limitBytes / 4, bytes, 0, "answers not yet read by their clients");
+  }
+
+  /** Bytes of answers on their way out now. */
+  get answerBytes(): number {
+    return this.answers;
+  }
+
   /** `held` plus `bytes`, or OVERLOADED when they do not fit in `share` (one alone always fits). */
-  private holdArriving(held: number, share: number, bytes: number, own: number, what: string): number {
-    // One at a time always fits, so a budget smaller than four bodies still serves them.
+  private holdShare(held: number, share: number, bytes: number, own: number, what: string): number {
+    // One at a time always fits, so a budget smaller than a few of them still serves them.
     // `own`: what this one already holds (a body growing as it arrives is still alone).
     if (held - own > 0 && held + bytes > share) {
       throw new ApiError("OVERLOADED", `${what} have used up their share of the server's memory budget (${Math.round(share / 2 ** 20)} MiB); retry later`, {

@@ -6,9 +6,9 @@
  * - A socket with more than MAX_UNSENT_BYTES of answers not yet handed to the kernel is answered no
  *   further until they go: its next message waits (wsHandlers), and as the client keeps sending,
  *   the per-socket limits on waiting messages cut it off.
- * - A large answer (over SMALL_ARRIVING_BYTES) is held against the memory budget until it is sent;
- *   when it does not fit, the client gets OVERLOADED instead (its `state` again later). So many
- *   sockets each holding one large unread answer stay inside the budget too.
+ * - A large answer (over SMALL_ARRIVING_BYTES) is held against the memory budget's share for
+ *   answers until it is sent; when it does not fit, the client gets OVERLOADED instead (its
+ *   `state` again later). So many sockets each holding one large unread answer stay inside it too.
  *
  * A transport whose socket cannot say when an answer has gone (a Durable Object's) sends as before:
  * the platform buffers, one episode per object.
@@ -57,8 +57,9 @@ export function answerFlow(budget: MemoryBudget | undefined) {
       let held = 0;
       if (budget && text.length > SMALL_ARRIVING_BYTES) {
         try {
-          budget.hold(text.length);
-          held = text.length;
+          // Counted as stored states are: two bytes a character.
+          budget.holdAnswer(2 * text.length);
+          held = 2 * text.length;
         } catch (err) {
           text = JSON.stringify(wsError(toApiError(err)));
         }
@@ -68,7 +69,7 @@ export function answerFlow(budget: MemoryBudget | undefined) {
       // Called when the answer is handed to the kernel, or with an error when the socket is gone.
       socket.send(text, () => {
         unsent -= bytes;
-        if (held > 0) budget!.release(held);
+        if (held > 0) budget!.releaseAnswer(held);
         if (unsent <= MAX_UNSENT_BYTES) wake();
       });
     },

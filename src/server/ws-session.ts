@@ -11,7 +11,13 @@ import { inlineEngine, type EnvEngine } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
 
-export type WsReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
+export type WsDataReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
+export type WsReply = WsDataReply | { type: "state"; json: string };
+
+/** A reply as sent; `json`: data already made as JSON text (a state the host keeps made). */
+export function wsReplyText(reply: WsReply): string {
+  return "json" in reply ? `{"type":"${reply.type}","data":${reply.json}}` : JSON.stringify(reply);
+}
 
 /** OpenEnv's WSErrorCode set; our finer codes travel along as `reason`. */
 const WS_CODE: Partial<Record<ErrorCode, string>> = {
@@ -25,7 +31,7 @@ const WS_CODE: Partial<Record<ErrorCode, string>> = {
   INTERNAL_ERROR: "EXECUTION_ERROR",
 };
 
-export function wsError(err: ApiError): WsReply {
+export function wsError(err: ApiError): WsDataReply {
   // `reason` is our finer code: the error's own reason when it has one (EXECUTION_ERROR's TIMEOUT).
   const data: Record<string, unknown> = { message: err.message, code: WS_CODE[err.code] ?? "SESSION_ERROR", reason: err.reason ?? err.code };
   if (err.code === "VALIDATION_ERROR" && err.details !== undefined) data.errors = err.details;
@@ -110,8 +116,10 @@ export class WsSession {
         const result = await this.host.step(this.env, this.requireEpisode(), action.data);
         return { reply: { type: "observation", data: result } };
       }
-      case "state":
-        return { reply: { type: "state", data: await this.host.state(this.env, this.requireEpisode()) } };
+      case "state": {
+        const id = this.requireEpisode();
+        return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id) } : { type: "state", data: await this.host.state(this.env, id) } };
+      }
       case "mcp": {
         const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
         return response === null ? {} : { reply: { type: "mcp", data: response } };

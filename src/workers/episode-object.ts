@@ -14,7 +14,7 @@ import type { ResetOptions, StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
-import { WsSession } from "../server/ws-session.ts";
+import { WsSession, wsReplyText } from "../server/ws-session.ts";
 import { stringVars, type WorkerBindings } from "./bindings.ts";
 import { capture, type Envelope } from "./rpc.ts";
 import { StorageEpisodeStore } from "./storage-store.ts";
@@ -117,7 +117,7 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
     const text = typeof message === "string" ? message : new TextDecoder().decode(message);
     const { reply, close } = await session.handle(text);
     ws.serializeAttachment({ ...att, episodeId: session.currentEpisodeId } satisfies SocketAttachment);
-    if (reply) ws.send(JSON.stringify(reply));
+    if (reply) ws.send(wsReplyText(reply));
     if (close) ws.close(1000, "closed by client");
   }
 

@@ -1,40 +1,62 @@
 /**
- * WebSocket clients that stop reading their answers (test/hostile-memory.test.ts), from their own
- * process. Each plays a reset and a step of STEP_CHARS characters (so its episode's state is that
- * large), stops reading, then asks for the state every 3 ms for HOLD_MS. Usage:
- *   node no-readers.mjs WS_URL COUNT STEP_CHARS HOLD_MS
- * Prints one JSON line, {"asked": n, "ready": k}: state requests sent over all sockets, and how many
- * sockets got as far as asking.
+ * Clients that stop reading their answers (test/hostile-memory.test.ts), from their own process.
+ * Usage: node no-readers.mjs ws|http ORIGIN COUNT STEP_CHARS HOLD_MS
+ *   ws:   COUNT WebSockets each play a reset and a step of STEP_CHARS characters (so the episode's
+ *         state is that large), stop reading, then ask for the state every 3 ms for HOLD_MS.
+ *   http: one episode is played so; then COUNT connections each send five pipelined requests for
+ *         its state and read nothing for HOLD_MS.
+ * Prints one JSON line, {"asked": n, "ready": k}: state requests sent, and how many sockets or
+ * connections got as far as asking.
  */
+import { connect } from "node:net";
 import WebSocket from "ws";
 
-const [url, count, stepChars, holdMs] = [process.argv[2], ...process.argv.slice(3).map(Number)];
+const [mode, origin, count, stepChars, holdMs] = [process.argv[2], process.argv[3], ...process.argv.slice(4).map(Number)];
+const env = `${origin}/envs/reverse-text`;
 let asked = 0;
 let ready = 0;
-const sockets = [];
-const next = (ws) => new Promise((done) => ws.once("message", (m) => done(JSON.parse(String(m)))));
+const closers = [];
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
-await Promise.all(
-  Array.from({ length: count }, async () => {
-    const ws = new WebSocket(url);
-    sockets.push(ws);
-    ws.on("error", () => {});
-    await new Promise((done) => ws.once("open", done));
-    ws.send(JSON.stringify({ type: "reset", data: {} }));
-    await next(ws);
-    ws.send(JSON.stringify({ type: "step", data: { content: "y".repeat(stepChars) } }));
-    const stepped = await next(ws);
-    if (stepped.type !== "observation") return;
-    ready++;
-    ws._socket.pause(); // reads nothing from here on
-    const until = Date.now() + holdMs;
-    while (Date.now() < until && ws.readyState === WebSocket.OPEN) {
-      ws.send(JSON.stringify({ type: "state" }));
-      asked++;
-      await new Promise((done) => setTimeout(done, 3));
-    }
-  }),
-);
+if (mode === "ws") {
+  const next = (ws) => new Promise((done) => ws.once("message", (m) => done(JSON.parse(String(m)))));
+  await Promise.all(
+    Array.from({ length: count }, async () => {
+      const ws = new WebSocket(`${env.replace("http", "ws")}/ws`);
+      closers.push(() => ws.terminate());
+      ws.on("error", () => {});
+      await new Promise((done) => ws.once("open", done));
+      ws.send(JSON.stringify({ type: "reset", data: {} }));
+      await next(ws);
+      ws.send(JSON.stringify({ type: "step", data: { content: "y".repeat(stepChars) } }));
+      if ((await next(ws)).type !== "observation") return;
+      ready++;
+      ws._socket.pause(); // reads nothing from here on
+      const until = Date.now() + holdMs;
+      while (Date.now() < until && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify({ type: "state" }));
+        asked++;
+        await sleep(3);
+      }
+    }),
+  );
+} else {
+  const post = (path, body) => fetch(`${env}/${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json());
+  const { episode_id } = await post("reset", {});
+  await post("step", { episode_id, action: { content: "y".repeat(stepChars) } });
+  const { hostname, port } = new URL(origin);
+  for (let i = 0; i < count; i++) {
+    const sock = connect(Number(port), hostname, () => {
+      sock.pause(); // reads nothing
+      ready++;
+      for (let k = 0; k < 5; k++) sock.write(`GET /envs/reverse-text/state?episode_id=${episode_id} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      asked += 5;
+    });
+    sock.on("error", () => {});
+    closers.push(() => sock.destroy());
+  }
+  await sleep(holdMs);
+}
 console.log(JSON.stringify({ asked, ready }));
-for (const ws of sockets) ws.terminate();
+for (const close of closers) close();
 setTimeout(() => process.exit(0), 100);
