@@ -75,7 +75,7 @@ describe("the state route and the state answer kept made", () => {
     return { calls, answers };
   };
   const post = (app: ReturnType<typeof createApp>, path: string, body: unknown) =>
-    app.request(path, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } }).then((r) => r.json() as Promise<any>);
+    Promise.resolve(app.request(path, { method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })).then((r) => r.json() as Promise<any>);
 
   it("asks for room for the episode's size before making its state, holds what it sends, and answers the state as it is now", async () => {
     const store = new MemoryEpisodeStore();
@@ -83,7 +83,10 @@ describe("the state route and the state answer kept made", () => {
     const { calls, answers } = recording();
     const app = createApp({ envs: [reverseText], host, answers });
     const { episode_id } = await post(app, "/envs/reverse-text/reset", { seed: 3 });
-    const stateOf = () => app.request(`/envs/reverse-text/state?episode_id=${episode_id}`).then(async (r) => ({ status: r.status, text: await r.text() }));
+    const stateOf = async () => {
+      const r = await app.request(`/envs/reverse-text/state?episode_id=${episode_id}`);
+      return { status: r.status, text: await r.text() };
+    };
     const before = await stateOf();
     expect(before.status).toBe(200);
     expect(JSON.parse(before.text)).toMatchObject({ episode_id, step_count: 0, done: false });
@@ -100,7 +103,8 @@ describe("the state route and the state answer kept made", () => {
     const session = new WsSession(reverseText, host, { maxMessageBytes: 1 << 20 });
     await session.handle(JSON.stringify({ type: "reset", data: { episode_id: "ws-episode", seed: 3 } }));
     const ws = (await session.handle(JSON.stringify({ type: "state" }))).reply!;
-    expect(JSON.parse(wsReplyText(ws))).toEqual({ type: "state", data: JSON.parse((await app.request("/envs/reverse-text/state?episode_id=ws-episode").then((r) => r.text()))) });
+    const http = await app.request("/envs/reverse-text/state?episode_id=ws-episode");
+    expect(JSON.parse(wsReplyText(ws))).toEqual({ type: "state", data: JSON.parse(await http.text()) });
   });
 
   it("a state refused for room is 503 OVERLOADED with Retry-After, and nothing is made or held", async () => {

@@ -202,6 +202,30 @@ describe("EnvThreadPool", () => {
     }
   }, 60_000);
 
+  it("a call that cannot be copied to a thread (nested too deep) fails alone; its batch and the pool go on", async () => {
+    const { EnvThreadPool } = await import("../src/node/env-threads.ts");
+    const shipped = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
+    const reverseText = shipped.find((e) => e.name === "reverse-text")!;
+    const pool = new EnvThreadPool([reverseText], { services: () => ({}), minThreads: 1 });
+    try {
+      await pool.warm();
+      let deep: unknown[] = [];
+      for (let i = 0; i < 100_000; i++) deep = [deep];
+      // Sent in the same turn: one batch, which cannot be copied whole.
+      const [bad, good] = await Promise.allSettled([
+        pool.reset(reverseText, "deep", { seed: 1, args: { a: deep } }, { key: "a" }),
+        pool.reset(reverseText, "fine", { seed: 1 }, { key: "b" }),
+      ]);
+      expect(bad.status).toBe("rejected");
+      expect((bad as PromiseRejectedResult).reason).toMatchObject({ code: "VALIDATION_ERROR", message: expect.stringContaining("reverse-text: reset: it cannot be handed to an environment thread") });
+      expect(good.status).toBe("fulfilled");
+      expect((await pool.reset(reverseText, "after", { seed: 2 }, { key: "c" })).state.seed).toBe(2);
+      expect(pool.threadCount).toBe(1);
+    } finally {
+      await pool.dispose();
+    }
+  }, 60_000);
+
   it("large plain resets are not stocked past one batch (the stock is outside the memory budget)", async () => {
     const { EnvThreadPool } = await import("../src/node/env-threads.ts");
     const big = (await importEnvironments(new URL("./fixtures/slow-env.ts", import.meta.url).href)).find((e) => e.name === "big-prompt")!;

@@ -6,6 +6,7 @@
  * is an attack function and its assertions.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { conversationChars } from "../src/env/episode.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
@@ -191,6 +192,36 @@ describe("hostile input against a live server", () => {
     // alphabet-sort generates its examples: consecutive seeds from `start`, none missing.
     for (const [k, r] of outcome.result.entries()) expect(r.body.examples.map((e: { seed: number }) => e.seed)).toEqual(Array.from({ length: 1000 }, (_, i) => k * 1000 + i));
     expect((await json(server, base, { count: 1001 })).status).toBe(400);
+  });
+
+  it("JSON nested 100,000 deep in a reset's args, an MCP request and a WebSocket message: refused 400, the server up", async () => {
+    // Before, the reset killed the server: the structured clone that hands a call to an
+    // environment thread recursed once per level and overflowed the stack in a setImmediate.
+    const deep = "[".repeat(100_000) + "]".repeat(100_000);
+    const post = (path: string, body: string) =>
+      fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+    const outcome = await underAttack(server, async () => {
+      const ws = new WebSocket(`${server.url.replace("http", "ws")}/envs/reverse-text/ws`);
+      await new Promise((done) => ws.once("open", done));
+      ws.send(`{"type":"reset","data":{"args":{"a":${deep}}}}`);
+      const wsReply = await new Promise<any>((done) => ws.once("message", (m) => done(JSON.parse(String(m)))));
+      ws.close();
+      return {
+        reset: await post("/envs/reverse-text/reset", `{"args":{"a":${deep}}}`),
+        step: await post("/envs/reverse-text/step", `{"episode_id":"x","action":{"content":"x","tool_calls":${deep}}}`),
+        score: await post("/envs/reverse-text/score", `{"items":[{"completion":${deep},"answer":"x"}]}`),
+        mcp: await post("/envs/math-tools/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"a":${deep}}}`),
+        wsReply,
+      };
+    });
+    expectServed("JSON nested 100,000 deep", outcome);
+    const refused = { code: "VALIDATION_ERROR", message: "JSON nested deeper than 100 levels of arrays and objects" };
+    for (const r of [outcome.result.reset, outcome.result.step, outcome.result.score]) expect(r).toEqual({ status: 400, body: { error: refused } });
+    expect(outcome.result.mcp).toEqual({ status: 200, body: { jsonrpc: "2.0", id: null, error: { code: -32600, message: refused.message } } });
+    expect(outcome.result.wsReply).toMatchObject({ type: "error", data: { reason: "VALIDATION_ERROR", message: refused.message } });
+    // 100 levels in all is still taken: a reset's args nested 98 deep under {"args":{...}}.
+    const ok = `{"args":{"a":${"[".repeat(98)}${"]".repeat(98)}}}`;
+    expect((await post("/envs/reverse-text/reset", ok)).body.error?.message ?? "").not.toContain("nested");
   });
 
   it("HEAD /health with a token configured: 200 without the token (load-balancer checks); other routes still need it", async () => {

@@ -152,7 +152,14 @@ class EnvThread {
   dead = false;
   isReady = false;
 
-  constructor(sources: string[], services: Record<string, Sandbox["kind"]>, heapMb: number, onMessage: (t: EnvThread, m: FromThread) => void, onDeath: (t: EnvThread, why: string) => void) {
+  constructor(
+    sources: string[],
+    services: Record<string, Sandbox["kind"]>,
+    heapMb: number,
+    onMessage: (t: EnvThread, m: FromThread) => void,
+    onDeath: (t: EnvThread, why: string) => void,
+    private readonly onUnsendable: (t: EnvThread, m: ToThread, err: Error) => void,
+  ) {
     this.worker = startWorker(siblingModule("env-thread", import.meta.url), {
       workerData: { sources, services, started: this.started },
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
@@ -191,9 +198,25 @@ class EnvThread {
     return n;
   }
 
-  /** Posted at the end of this turn of the event loop, with whatever else goes to this thread. */
+  /**
+   * Posted at the end of this turn of the event loop, with whatever else goes to this thread. A
+   * message that cannot be copied to the thread (nested too deep for the structured clone's
+   * recursion) goes to `onUnsendable` alone; the rest of its batch is sent. Thrown here, it would
+   * end the process: the flush runs from setImmediate.
+   */
   readonly post = batchedPoster<ToThread>((batch) => {
-    if (!this.dead) this.worker.postMessage(batch);
+    if (this.dead) return;
+    try {
+      this.worker.postMessage(batch);
+    } catch {
+      for (const msg of batch) {
+        try {
+          this.worker.postMessage([msg]);
+        } catch (err) {
+          this.onUnsendable(this, msg, err instanceof Error ? err : new Error(String(err)));
+        }
+      }
+    }
   });
 
   kill(): void {
@@ -491,6 +514,7 @@ export class EnvThreadPool implements EnvEngine {
       this.heapMb,
       (t, m) => this.onMessage(t, m),
       (t, why) => this.onDeath(t, why),
+      (t, m, err) => this.onUnsendable(t, m, err),
     );
     this.threads.add(thread);
     thread.ready.then(
@@ -521,6 +545,20 @@ export class EnvThreadPool implements EnvEngine {
     }
     if (!this.disposed && this.threads.size < this.minThreads) this.spawn();
     this.pump();
+  }
+
+  /** A message the thread could not be sent: its call fails alone, a sandbox run's result as an error. */
+  private onUnsendable(thread: EnvThread, m: ToThread, err: Error): void {
+    const why = `it cannot be handed to an environment thread (${err.message})`;
+    if (m.t === "call") {
+      const call = this.calls.get(m.id);
+      if (!call || call.thread !== thread) return;
+      this.detach(call);
+      this.settle(call, new ApiError("VALIDATION_ERROR", `${call.op.env}: ${call.op.op}: ${why}`));
+      this.pump();
+    } else if (m.t === "service-result") {
+      thread.post({ t: "service-error", sid: m.sid, message: `the run's result: ${why}` });
+    }
   }
 
   private onMessage(thread: EnvThread, m: FromThread): void {

@@ -18,6 +18,7 @@ import { inlineEngine, type EnvEngine } from "./engine.ts";
 import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
+import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
@@ -89,9 +90,9 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     if (emptyIsObject && text.trim() === "") json = {};
     else {
       try {
-        json = JSON.parse(text);
-      } catch {
-        throw new ApiError("INVALID_JSON", "request body is not valid JSON");
+        json = parseClientJson(text);
+      } catch (err) {
+        throw err instanceof NotJsonError ? new ApiError("INVALID_JSON", "request body is not valid JSON") : err;
       }
     }
     const parsed = schema.safeParse(json);
@@ -172,9 +173,10 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     const text = await readText(c, maxBody);
     let body: unknown;
     try {
-      body = JSON.parse(text);
-    } catch {
-      return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
+      body = parseClientJson(text);
+    } catch (err) {
+      if (err instanceof NotJsonError) return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
+      return c.json(rpcError(null, RPC.INVALID_REQUEST, (err as Error).message));
     }
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);

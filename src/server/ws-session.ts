@@ -5,6 +5,7 @@
  */
 import type { Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
+import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
 import { inlineEngine, type EnvEngine } from "./engine.ts";
@@ -90,9 +91,9 @@ export class WsSession {
     }
     let json: unknown;
     try {
-      json = JSON.parse(raw);
-    } catch {
-      throw new ApiError("INVALID_JSON", "message is not valid JSON");
+      json = parseClientJson(raw);
+    } catch (err) {
+      throw err instanceof NotJsonError ? new ApiError("INVALID_JSON", "message is not valid JSON") : err;
     }
     const type = json && typeof json === "object" ? (json as { type?: unknown }).type : undefined;
     if (typeof type !== "string" || !(WS_TYPES as readonly string[]).includes(type)) {

@@ -1,0 +1,35 @@
+/** JSON from clients: parsed, and refused past MAX_JSON_DEPTH levels of nesting (src/server/client-json.ts). */
+import { describe, expect, it } from "vitest";
+import { depthOver, MAX_JSON_DEPTH, NotJsonError, parseClientJson } from "../src/server/client-json.ts";
+
+const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+
+describe("parseClientJson", () => {
+  it("takes exactly MAX_JSON_DEPTH levels and refuses one more, arrays and objects alike", () => {
+    expect(MAX_JSON_DEPTH).toBe(100);
+    expect(parseClientJson(nested(100))).toBeDefined();
+    expect(() => parseClientJson(nested(101))).toThrow(expect.objectContaining({ code: "VALIDATION_ERROR", message: "JSON nested deeper than 100 levels of arrays and objects" }));
+    const objects = (levels: number) => '{"a":'.repeat(levels - 1) + "{}" + "}".repeat(levels - 1);
+    expect(parseClientJson(objects(100))).toBeDefined();
+    expect(() => parseClientJson(objects(101))).toThrow(/nested deeper/);
+    // Depth counts levels, not size: a wide, shallow value is fine.
+    expect(parseClientJson(JSON.stringify({ a: Array.from({ length: 10_000 }, (_, i) => ({ i })) }))).toBeDefined();
+  });
+
+  it("text that is not JSON is a NotJsonError (each protocol answers it its own way)", () => {
+    expect(() => parseClientJson("{")).toThrow(NotJsonError);
+    expect(parseClientJson("7")).toBe(7);
+    expect(parseClientJson("null")).toBe(null);
+  });
+
+  it("depthOver asks about any depth without recursing, and finds depth in any branch", () => {
+    let deep: unknown[] = [];
+    for (let i = 0; i < 1_000_000; i++) deep = [deep];
+    expect(depthOver(deep, 100)).toBe(true);
+    expect(depthOver([1, "x", null, [[2]], { a: { b: [] } }], 4)).toBe(false); // the deepest: root, {a}, {b}, []
+    expect(depthOver([1, "x", null, [[2]], { a: { b: [] } }], 3)).toBe(true);
+    expect(depthOver("scalar", 0)).toBe(false);
+    expect(depthOver({}, 1)).toBe(false);
+    expect(depthOver({}, 0)).toBe(true);
+  });
+});
