@@ -18,6 +18,7 @@ describe("parseClientJson", () => {
 
   it("text that is not JSON is a NotJsonError (each protocol answers it its own way)", () => {
     expect(() => parseClientJson("{")).toThrow(NotJsonError);
+    expect(() => parseClientJson("{")).toThrow(expect.objectContaining({ name: "NotJsonError" }));
     expect(parseClientJson("7")).toBe(7);
     expect(parseClientJson("null")).toBe(null);
   });

@@ -47,6 +47,29 @@ describe("answers on their way out", () => {
     expect(flow.unsentBytes).toBe(MAX_UNSENT_BYTES - third + 1);
   });
 
+  it("wakes what waits only once the unsent bytes are back within the limit, exactly the limit included", async () => {
+    const flow = answerFlow(undefined);
+    const { ws, flush } = fakeSocket();
+    flow.send(ws, "b");
+    flow.send(ws, "a".repeat(MAX_UNSENT_BYTES / 2));
+    flow.send(ws, "a".repeat(MAX_UNSENT_BYTES / 2 + 1));
+    const waiting = flow.ready();
+    flush(); // "b" gone: the limit plus one byte still unsent
+    expect(flow.unsentBytes).toBe(MAX_UNSENT_BYTES + 1);
+    expect(await settled(waiting)).toBe(false);
+    flush(); // half gone: under the limit
+    expect(await settled(waiting)).toBe(true);
+    // Exactly the limit unsent after a send completes: answered again.
+    const again = answerFlow(undefined);
+    const other = fakeSocket();
+    again.send(other.ws, "b");
+    again.send(other.ws, "a".repeat(MAX_UNSENT_BYTES));
+    const next = again.ready();
+    other.flush();
+    expect(again.unsentBytes).toBe(MAX_UNSENT_BYTES);
+    expect(await settled(next)).toBe(true);
+  });
+
   it("a closed socket wakes what waits on it", async () => {
     const flow = answerFlow(undefined);
     const { ws } = fakeSocket();
@@ -78,12 +101,16 @@ describe("answers on their way out", () => {
     expect(sent[3]).toBe(large); // fits again
   });
 
-  it("a socket that cannot call back (a Durable Object's) is sent to as before", () => {
+  it("a socket that cannot call back (a Durable Object's, or none) is sent to as before", () => {
     const flow = answerFlow(new MemoryBudget(1, () => 0));
-    const got: string[] = [];
-    const ws = { raw: { send: () => expect.unreachable() }, send: (d: string) => got.push(d) } as unknown as WSContext;
-    flow.send(ws, "x".repeat(SMALL_ARRIVING_BYTES * 2));
-    expect(got).toEqual(["x".repeat(SMALL_ARRIVING_BYTES * 2)]);
+    const large = "x".repeat(SMALL_ARRIVING_BYTES * 2);
+    // No bufferedAmount; a bufferedAmount but no send; no raw socket at all.
+    for (const raw of [{ send: () => expect.unreachable() }, { bufferedAmount: 0 }, undefined]) {
+      const got: string[] = [];
+      const ws = { raw, send: (d: string) => got.push(d) } as unknown as WSContext;
+      flow.send(ws, large);
+      expect(got).toEqual([large]);
+    }
     expect(flow.unsentBytes).toBe(0);
   });
 });
