@@ -22,6 +22,7 @@ export default defineConfig({
       "test/body-limit.test.ts",
       "test/ws-handlers.test.ts",
       "test/ws-session.test.ts",
+      "test/ws-arriving.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
