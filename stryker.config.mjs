@@ -13,6 +13,7 @@ export default {
     "src/server/config.ts",
     "src/server/body.ts",
     "src/node/node-body.ts",
+    "src/node/ws-arriving.ts",
     "src/server/ws-session.ts",
     "src/server/app.ts",
     "src/server/episode-store.ts",

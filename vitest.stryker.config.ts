@@ -25,7 +25,7 @@ export default defineConfig({
       "test/ws-answers.test.ts",
       "test/answers-budget.test.ts",
       "test/client-json.test.ts",
-      "test/arriving-frames.test.ts",
+      "test/ws-arriving.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,

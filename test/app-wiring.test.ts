@@ -177,8 +177,12 @@ describe("WebSocket backpressure (wsHandlers)", () => {
     expect(raw.resume).toHaveBeenCalledTimes(1);
   });
 
-  it("a transport that cannot pause (a Durable Object's socket) gets OVERLOADED answers only", async () => {
-    const ws = fakeSocket({});
+  it.each([
+    ["a Durable Object's socket", {}],
+    ["no socket at all", undefined],
+    ["a socket that can pause but not resume", { pause: vi.fn() }],
+  ])("a transport that cannot pause and resume (%s) gets OVERLOADED answers only", async (_what, raw) => {
+    const ws = fakeSocket(raw);
     const { session, finish } = heldSession();
     const h = wsHandlers(session, undefined, 100);
     for (const n of [60, 40, 10]) h.onMessage({ data: "y".repeat(n) } as MessageEvent, ws as never);
@@ -189,6 +193,27 @@ describe("WebSocket backpressure (wsHandlers)", () => {
     finish[1]!();
     await tick();
     expect(ws.send).toHaveBeenCalledTimes(3);
+    if (raw && "pause" in raw) expect(raw.pause).not.toHaveBeenCalled();
+  });
+
+  it("does not read again while the limit's worth still waits behind an empty message that left the queue", async () => {
+    const raw = { pause: vi.fn(), resume: vi.fn() };
+    const ws = fakeSocket(raw);
+    const { session, finish, handled } = heldSession();
+    const h = wsHandlers(session, undefined, 100);
+    h.onMessage({ data: "" } as MessageEvent, ws as never);
+    h.onMessage({ data: "z".repeat(100) } as MessageEvent, ws as never); // 100 characters waiting
+    expect(raw.pause).toHaveBeenCalledTimes(1);
+    await tick();
+    expect(handled).toEqual([""]); // the empty one left the queue; 100 characters still wait
+    expect(raw.resume).not.toHaveBeenCalled();
+    finish[0]!();
+    await tick();
+    expect(handled).toHaveLength(2);
+    expect(raw.resume).toHaveBeenCalledTimes(1);
+    finish[1]!();
+    await tick();
+    expect(raw.resume).toHaveBeenCalledTimes(1);
   });
 });
 

@@ -15,6 +15,7 @@ import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { inlineEngine } from "../src/server/engine.ts";
 import { readNodeBody } from "../src/node/node-body.ts";
+import { MemoryBudget, SMALL_ARRIVING_BYTES } from "../src/server/memory.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
 
 const MAX = 1000;
@@ -159,5 +160,125 @@ describe("readNodeBody on a request stream", () => {
     incoming.destroy(new Error("aborted"));
     await expect(text).rejects.toMatchObject({ code: "VALIDATION_ERROR", status: 400, message: "request body could not be read: aborted" });
     expect(listeners()).toBe(0);
+  });
+});
+
+describe("readNodeBody with a memory budget", () => {
+  // A 400 kB limit: a 100 kB share for bodies arriving at once.
+  const LIMIT = 400_000;
+  const SHARE = LIMIT / 4;
+  const BIG = 100_000; // counted (past 64 KiB) and alone exactly the share
+  const request = (headers: Record<string, string> = {}) => {
+    const incoming = Object.assign(new PassThrough(), { headers });
+    const c = { env: { incoming } } as unknown as Context;
+    const listeners = () => ["data", "end", "error"].reduce((n, e) => n + incoming.listenerCount(e), 0);
+    /** Write a chunk and wait until the reader has seen it (its listener runs before this one). */
+    const arrive = (chunk: Buffer) =>
+      new Promise<void>((resolve) => {
+        incoming.once("data", () => resolve());
+        incoming.write(chunk);
+      });
+    return { incoming, c, listeners, arrive };
+  };
+  const bytes = (n: number, fill = "a") => Buffer.alloc(n, fill);
+
+  it("holds a declared length from the start, not chunk by chunk, and gives it back when the body is read", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const r = request({ "content-length": String(BIG) });
+    const text = readNodeBody(r.c, 1_000_000, budget);
+    expect(budget.bodyBytes).toBe(BIG);
+    await r.arrive(bytes(20_000));
+    expect(budget.bodyBytes).toBe(BIG); // still what it declared, not what has arrived
+    r.incoming.end(bytes(BIG - 20_000, "b"));
+    expect(await text).toBe("a".repeat(20_000) + "b".repeat(BIG - 20_000));
+    expect(budget.bodyBytes).toBe(0);
+    expect(r.listeners()).toBe(0);
+  });
+
+  it("holds a chunked body as it grows past 64 KiB, and gives it back when the body is read", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const r = request();
+    const text = readNodeBody(r.c, 1_000_000, budget);
+    await r.arrive(bytes(SMALL_ARRIVING_BYTES));
+    expect(budget.bodyBytes).toBe(0); // up to 64 KiB is not counted
+    await r.arrive(bytes(10_000));
+    expect(budget.bodyBytes).toBe(SMALL_ARRIVING_BYTES + 10_000);
+    await r.arrive(bytes(10_000));
+    expect(budget.bodyBytes).toBe(SMALL_ARRIVING_BYTES + 20_000);
+    r.incoming.end();
+    expect((await text).length).toBe(SMALL_ARRIVING_BYTES + 20_000);
+    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("refuses a declared body past the share OVERLOADED, drains it unread and keeps the other's hold", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const first = request({ "content-length": String(BIG) });
+    const held = readNodeBody(first.c, 1_000_000, budget);
+    const second = request({ "content-length": String(SMALL_ARRIVING_BYTES + 1) });
+    await expect(readNodeBody(second.c, 1_000_000, budget)).rejects.toMatchObject({
+      code: "OVERLOADED",
+      status: 503,
+      details: { retry_after_s: 5 },
+      message: expect.stringContaining("request bodies arriving at once have used up their share"),
+    });
+    expect(second.listeners()).toBe(0);
+    expect(second.incoming.readableFlowing).toBe(true); // drained: what the client sends is thrown away
+    expect(budget.bodyBytes).toBe(BIG);
+    first.incoming.end(bytes(BIG));
+    expect((await held).length).toBe(BIG);
+    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("takes a small body while a large one holds more than the share", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const large = request({ "content-length": String(2 * SHARE) });
+    const held = readNodeBody(large.c, 1_000_000, budget);
+    expect(budget.bodyBytes).toBe(2 * SHARE); // alone, so taken
+    for (const small of [request({ "content-length": "2" }), request()]) {
+      const text = readNodeBody(small.c, 1_000_000, budget);
+      small.incoming.end("{}");
+      expect(await text).toBe("{}");
+    }
+    large.incoming.end(bytes(2 * SHARE));
+    await held;
+    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("refuses a chunked body once it grows past the share, stops listening and drains it", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const first = request({ "content-length": String(BIG) });
+    const held = readNodeBody(first.c, 1_000_000, budget);
+    const second = request();
+    const refused = readNodeBody(second.c, 1_000_000, budget);
+    let settled = false;
+    void refused.catch(() => undefined).finally(() => (settled = true));
+    await second.arrive(bytes(SMALL_ARRIVING_BYTES));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false); // up to 64 KiB is not counted, so not refused
+    second.incoming.write(bytes(1));
+    await expect(refused).rejects.toMatchObject({ code: "OVERLOADED", status: 503 });
+    expect(second.listeners()).toBe(0);
+    expect(second.incoming.readableFlowing).toBe(true);
+    expect(budget.bodyBytes).toBe(BIG); // the refused body kept nothing
+    first.incoming.end(bytes(BIG));
+    await held;
+    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("gives back what a body held when it is refused as too large or broken off", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const tooLarge = request();
+    const refused = readNodeBody(tooLarge.c, SMALL_ARRIVING_BYTES + 10, budget);
+    await tooLarge.arrive(bytes(SMALL_ARRIVING_BYTES + 5));
+    expect(budget.bodyBytes).toBe(SMALL_ARRIVING_BYTES + 5);
+    tooLarge.incoming.write(bytes(10));
+    await expect(refused).rejects.toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(budget.bodyBytes).toBe(0);
+    const broken = request({ "content-length": String(BIG) });
+    const read = readNodeBody(broken.c, 1_000_000, budget);
+    expect(budget.bodyBytes).toBe(BIG);
+    broken.incoming.destroy(new Error("aborted"));
+    await expect(read).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    expect(budget.bodyBytes).toBe(0);
   });
 });

@@ -210,6 +210,37 @@ describe("MemoryBudget", () => {
     new Arriving(undefined).resize(10 ** 9); // no budget (Workers, app.request): nothing counted
   });
 
+  it("Arriving: gives back only what it no longer holds when it shrinks but is still counted", () => {
+    const budget = new MemoryBudget(4 * 2 ** 20, () => 0);
+    const a = new Arriving(budget);
+    a.resize(300_000);
+    a.resize(200_000);
+    expect(budget.bodyBytes).toBe(200_000);
+    a.resize(200_000);
+    expect(budget.bodyBytes).toBe(200_000);
+    a.release();
+    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("Arriving: a body of up to 64 KiB is taken even while one large body holds more than the share", () => {
+    const budget = new MemoryBudget(4 * 2 ** 20, () => 0); // a 1 MiB share
+    const large = new Arriving(budget);
+    large.resize(2 * 2 ** 20); // alone: taken whatever its size
+    const small = new Arriving(budget);
+    expect(() => small.resize(10)).not.toThrow();
+    expect(() => small.resize(SMALL_ARRIVING_BYTES)).not.toThrow();
+    expect(() => small.resize(SMALL_ARRIVING_BYTES + 1)).toThrow(/share/);
+    expect(budget.bodyBytes).toBe(2 * 2 ** 20);
+  });
+
+  it("names the bodies' share in MiB when it refuses one", () => {
+    const budget = new MemoryBudget(64 * 2 ** 20, () => 0);
+    budget.holdBody(16 * 2 ** 20);
+    expect(() => budget.holdBody(1)).toThrow(
+      "request bodies arriving at once have used up their share of the server's memory budget (16 MiB); retry later",
+    );
+  });
+
   it("admits a negative size as nothing, and counts held bytes until released", () => {
     let stored = 50;
     const budget = new MemoryBudget(100, () => stored);

@@ -7,7 +7,7 @@
  * character is OVERLOADED, and after a cutoff, a close message or a disconnect nothing the client
  * queued runs.
  */
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import { createNodeWebSocket } from "@hono/node-ws";
 import type { Hono } from "hono";
@@ -58,6 +58,8 @@ class GatedHost implements EpisodeHost {
 interface Served {
   url: string;
   clients: () => number;
+  /** readyState of each of the server's sockets. */
+  states: () => number[];
   close: () => Promise<void>;
 }
 const servers: Served[] = [];
@@ -76,6 +78,7 @@ function serveWs(host: EpisodeHost, opts: Parameters<typeof sessionWebSocket>[2]
       const served: Served = {
         url: `ws://127.0.0.1:${info.port}/envs/${env.name}/ws`,
         clients: () => ws.wss.clients.size,
+        states: () => [...ws.wss.clients].map((c) => c.readyState),
         close: () =>
           new Promise((done) => {
             for (const c of ws.wss.clients) c.terminate();
@@ -173,6 +176,23 @@ describe("messages waiting on one socket", () => {
     await until(() => host.calls.close === 1, "episode freed");
     await until(() => budget.usedBytes === 0, "budget released");
     expect(host.calls.state).toBe(1);
+  });
+
+  it("after the cutoff runs none of what was queued and frees the episode, even while the client leaves the close unanswered", async () => {
+    const { host, budget, served, c } = await socketWithOneInProgress(1024);
+    for (let i = 0; i < 65; i++) c.send(STATE);
+    // The client stops reading: the server's close frame stays unread and unanswered, so the
+    // server's socket stays open (ws would wait 30 s) and no close event ends the session for it.
+    (c.ws as unknown as { _socket: Socket })._socket.pause();
+    await until(() => served.states().includes(WebSocket.CLOSING), "the server sent its close (1008)");
+    expect(budget.usedBytes).toBe(65 * 2 * STATE.length); // the one in progress and 64 queued
+    host.release();
+    await until(() => host.calls.close === 1, "episode freed by the cutoff itself");
+    expect(host.calls.state).toBe(1);
+    expect(served.states()).toEqual([WebSocket.CLOSING]); // the close handshake has not happened
+    expect(budget.usedBytes).toBe(0);
+    (c.ws as unknown as { _socket: Socket })._socket.resume();
+    expect(await c.closed).toEqual({ code: 1008, reason: "more than 64 messages waiting: send one at a time" });
   });
 
   it("lets messages of twice the limit's characters wait, then reads no more from the socket until they drain", async () => {
