@@ -265,6 +265,48 @@ describe("readNodeBody with a memory budget", () => {
     expect(budget.bodyBytes).toBe(0);
   });
 
+  it("a small declared body is held only once it comes in pieces, never up front or when it comes whole", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0); // small share: 25 kB
+    for (const length of [1000, SMALL_ARRIVING_BYTES]) {
+      const r = request({ "content-length": String(length) });
+      const text = readNodeBody(r.c, 1_000_000, budget);
+      expect(budget.smallBodyBytes).toBe(0); // nothing before its bytes come
+      await r.arrive(bytes(length / 2));
+      expect(budget.smallBodyBytes).toBe(length); // in pieces: its declared length, in the small share
+      expect(budget.bodyBytes).toBe(0);
+      r.incoming.end(bytes(length / 2));
+      expect((await text).length).toBe(length);
+      expect(budget.smallBodyBytes).toBe(0);
+    }
+    // A chunked body is held from its first chunk on.
+    const chunked = request();
+    const text = readNodeBody(chunked.c, 1_000_000, budget);
+    await chunked.arrive(bytes(10_000));
+    expect(budget.smallBodyBytes).toBe(10_000);
+    chunked.incoming.end();
+    await text;
+    expect(budget.smallBodyBytes).toBe(0);
+  });
+
+  it("a small body that comes whole is read while slow small bodies fill their share", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0); // small share: 25 kB
+    const slow = request({ "content-length": "40000" });
+    const held = readNodeBody(slow.c, 1_000_000, budget);
+    await slow.arrive(bytes(1000)); // in pieces: holds 40 kB, over the share alone
+    expect(budget.smallBodyBytes).toBe(40_000);
+    const another = request({ "content-length": "2000" });
+    const refused = readNodeBody(another.c, 1_000_000, budget);
+    another.incoming.write(bytes(1000)); // in pieces too: does not fit
+    await expect(refused).rejects.toMatchObject({ code: "OVERLOADED", message: expect.stringContaining("small request bodies") });
+    const whole = request({ "content-length": "2" });
+    const text = readNodeBody(whole.c, 1_000_000, budget);
+    whole.incoming.end("{}");
+    expect(await text).toBe("{}");
+    slow.incoming.end(bytes(39_000));
+    await held;
+    expect(budget.smallBodyBytes).toBe(0);
+  });
+
   it("gives back what a body held when it is refused as too large or broken off", async () => {
     const budget = new MemoryBudget(LIMIT, () => 0);
     const tooLarge = request();

@@ -195,6 +195,14 @@ describe("MemoryBudget", () => {
     expect(budget.bodyBytes).toBe(1_000_000); // b keeps what it held
     a.resize(10); // a message used most of what had arrived
     expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([10, 700_000]);
+    // Growing and shrinking within the small share holds the difference each way.
+    const c = new Arriving(budget);
+    c.resize(5000);
+    c.resize(9000);
+    expect(budget.smallBodyBytes).toBe(9010);
+    c.resize(1000);
+    expect(budget.smallBodyBytes).toBe(1010);
+    c.release();
     // The small share holds four frames of 64 KiB; a fifth does not fit, and keeps nothing.
     const small = Array.from({ length: 4 }, () => new Arriving(budget));
     small[0]!.resize(SMALL_ARRIVING_BYTES - 10);
