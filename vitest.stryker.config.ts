@@ -23,6 +23,7 @@ export default defineConfig({
       "test/ws-handlers.test.ts",
       "test/ws-session.test.ts",
       "test/ws-arriving.test.ts",
+      "test/sandbox-options.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
