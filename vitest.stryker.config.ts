@@ -26,6 +26,7 @@ export default defineConfig({
       "test/answers-budget.test.ts",
       "test/client-json.test.ts",
       "test/ws-arriving.test.ts",
+      "test/sandbox-options.test.ts",
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,

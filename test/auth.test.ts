@@ -33,6 +33,10 @@ describe("access control", () => {
   it("accepts the right bearer token and refuses a wrong or malformed one", async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     expect((await get(`${server.url}/envs`, auth)).status).toBe(200);
+    // The scheme in any case, and any run of blanks after it.
+    for (const header of [`bearer ${TOKEN}`, `Bearer   ${TOKEN}`, `Bearer\t${TOKEN}`]) {
+      expect((await get(`${server.url}/envs`, { authorization: header })).status).toBe(200);
+    }
     const reset = await post(`${server.url}/envs/reverse-text/reset`, { seed: 1 }, auth);
     expect(reset.status).toBe(200);
     for (const header of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, TOKEN, "Basic abc", "Bearer "]) {
