@@ -107,6 +107,22 @@ describe("the state route and the state answer kept made", () => {
     expect(JSON.parse(wsReplyText(ws))).toEqual({ type: "state", data: JSON.parse(await http.text()) });
   });
 
+  it("answers are JSON by their content type; a host that cannot tell a state's size asks for room for 0 bytes", async () => {
+    const inner = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
+    // A host with only the EpisodeHost basics (no stateBytes, no stateJson), as a platform may have.
+    const host = { reset: inner.reset.bind(inner), step: inner.step.bind(inner), state: inner.state.bind(inner), close: inner.close.bind(inner) };
+    const { calls, answers } = recording();
+    const app = createApp({ envs: [reverseText], host, answers });
+    const reset = await app.request("/envs/reverse-text/reset", { method: "POST", body: "{}", headers: { "content-type": "application/json" } });
+    expect(reset.headers.get("content-type")).toMatch(/^application\/json/);
+    const { episode_id } = (await reset.json()) as { episode_id: string };
+    const state = await app.request(`/envs/reverse-text/state?episode_id=${episode_id}`);
+    expect(state.status).toBe(200);
+    expect(state.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(((await state.json()) as any).episode_id).toBe(episode_id);
+    expect(calls.room).toEqual([0]);
+  });
+
   it("a state refused for room is 503 OVERLOADED with Retry-After, and nothing is made or held", async () => {
     const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
     const { calls, answers } = recording(true);

@@ -1,6 +1,11 @@
 /** JSON from clients: parsed, and refused past MAX_JSON_DEPTH levels of nesting (src/server/client-json.ts). */
 import { describe, expect, it } from "vitest";
+import { environments } from "../envs/index.ts";
+import { createApp } from "../src/server/app.ts";
 import { depthOver, MAX_JSON_DEPTH, NotJsonError, parseClientJson } from "../src/server/client-json.ts";
+import { inlineEngine } from "../src/server/engine.ts";
+import { StoreEpisodeHost } from "../src/server/episode-host.ts";
+import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 
 const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
 
@@ -32,5 +37,24 @@ describe("parseClientJson", () => {
     expect(depthOver("scalar", 0)).toBe(false);
     expect(depthOver({}, 1)).toBe(false);
     expect(depthOver({}, 0)).toBe(true);
+  });
+});
+
+describe("the app's answers to JSON nested too deep", () => {
+  const app = createApp({ envs: environments, host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})) });
+  const post = async (path: string, body: string) => {
+    const r = await app.request(path, { method: "POST", body, headers: { "content-type": "application/json" } });
+    return { status: r.status, body: (await r.json()) as any };
+  };
+  const message = "JSON nested deeper than 100 levels of arrays and objects";
+
+  it("a route's body: 400 VALIDATION_ERROR; MCP: JSON-RPC invalid request (-32600), not a parse error", async () => {
+    expect(await post("/envs/reverse-text/reset", `{"args":{"a":${nested(100)}}}`)).toEqual({ status: 400, body: { error: { code: "VALIDATION_ERROR", message } } });
+    expect(await post("/envs/math-tools/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"a":${nested(100)}}}`)).toEqual({
+      status: 200,
+      body: { jsonrpc: "2.0", id: null, error: { code: -32600, message } },
+    });
+    expect((await post("/envs/math-tools/mcp", "{")).body.error.code).toBe(-32700);
+    expect((await post("/envs/reverse-text/reset", "{")).body.error.code).toBe("INVALID_JSON");
   });
 });
