@@ -1,9 +1,11 @@
 /**
  * The server's memory budget (ENVWORKER_MAX_MEMORY_MB): what it keeps for clients — every stored
- * episode state, every WebSocket message waiting its turn — counted against one limit, and
- * request bodies on their way in against a quarter of it beside that. Past it,
- * work that would keep more (a new episode, a step that grows one, another queued message) is
- * refused with 503 OVERLOADED and a Retry-After; what is already kept keeps working.
+ * episode state, every WebSocket message waiting its turn — counted against one limit; beside it,
+ * shares of their own for what is in transit: request bodies and frames arriving (a quarter for
+ * large ones, a sixteenth for small ones in pieces) and answers not yet read (a quarter). Past a
+ * limit, work that would keep more (a new episode, a step that grows one, another queued message,
+ * a slow body, a large answer) is refused with 503 OVERLOADED and a Retry-After; what is already
+ * kept keeps working.
  */
 import { ApiError } from "../env/errors.ts";
 
