@@ -12,8 +12,11 @@ const FLAG = "--no-node-snapshot";
 const hasFlag = process.execArgv.includes(FLAG) || (process.env.NODE_OPTIONS ?? "").split(/\s+/).includes(FLAG);
 
 if (!hasFlag) {
+  // The IPC channel is how the child knows this process is alive: when it closes (this process
+  // died, even of SIGKILL), the child stops too, so a server never outlives the command that ran it.
   const child = spawn(process.execPath, [FLAG, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: "inherit",
+    stdio: ["inherit", "inherit", "inherit", "ipc"],
+    env: { ...process.env, ENVWORKER_SHIM_PARENT: "1" },
   });
   const forward = (sig) => child.kill(sig);
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, forward);
@@ -25,6 +28,13 @@ if (!hasFlag) {
     } else process.exit(code ?? 1);
   });
 } else {
+  if (process.env.ENVWORKER_SHIM_PARENT === "1" && process.channel) {
+    delete process.env.ENVWORKER_SHIM_PARENT;
+    // The channel must not keep this process alive; its end means the shim is gone: stop as on
+    // SIGTERM (a server finishes its in-flight requests; other commands end).
+    process.channel.unref();
+    process.once("disconnect", () => process.kill(process.pid, "SIGTERM"));
+  }
   const { register } = await import("tsx/esm/api");
   register();
   const source = new URL("../src/cli/main.ts", import.meta.url);

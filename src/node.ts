@@ -99,7 +99,9 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
   const graceMs = config.shutdownGraceMs ?? 10_000;
   store.startSweeping();
   return new Promise((resolve, reject) => {
+    let listening = false;
     const server: ServerType = serve({ fetch: app.fetch, hostname: config.host ?? "127.0.0.1", port: config.port ?? 8000 }, (info: AddressInfo) => {
+      listening = true;
       const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
       let closing: Promise<void> | undefined;
       resolve({
@@ -120,7 +122,13 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
     const http = server as { keepAliveTimeout?: number; headersTimeout?: number };
     http.keepAliveTimeout = 75_000;
     http.headersTimeout = 76_000;
-    server.once("error", reject);
+    // A port that is taken or a host that is not ours: release what was built before rejecting,
+    // so the caller's process can exit (the environment threads would hold it open).
+    server.once("error", (err) => {
+      if (listening) return;
+      store.stopSweeping();
+      void Promise.allSettled([engine.dispose(), ...sandboxes.map((s) => s.dispose())]).finally(() => reject(err));
+    });
     injectWebSocket(server);
   });
 }

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { envworkerVersion } from "../eval/command.ts";
+import { envworkerRoot, envworkerVersion } from "./version.ts";
 
 export const INIT_USAGE = `usage: envworker init NAME [--dir DIR]
 

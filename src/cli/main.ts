@@ -7,6 +7,7 @@ import { configFromEnv } from "../server/config.ts";
 import { logLevelFromEnv, createLogger, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
 import { loadEnvironments, SpecError } from "./load.ts";
+import { listenErrorMessage } from "./listen-error.ts";
 
 export const SPECS_HELP = `ENV (environment specs; default: the project's config, else every shipped environment):
   wordle               a shipped environment (envworker list)
@@ -28,6 +29,7 @@ commands:
   run-code [--lang javascript|python] [--backend B] [--ts] [--stdin TEXT|@FILE] [FILE]
                                                    run code in the sandbox, print the result as JSON
   view [DIR] [--host 127.0.0.1] [--port 8001]      browse saved eval runs (default DIR outputs/evals)
+  --version                                        print envworker's version
 
 \`envworker <command> --help\` says more.
 
@@ -96,9 +98,19 @@ async function serveCommand(argv: string[]): Promise<number> {
     return superviseServe(argv.filter((a) => a !== "--watch"), files);
   }
   const { startServer } = await import("../node.ts");
-  const server = await startServer(envs, config);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(envs, config);
+  } catch (err) {
+    const message = listenErrorMessage(err, config.host, config.port);
+    if (message === undefined) throw err;
+    console.error(`envworker serve: ${message}`);
+    return 1;
+  }
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
   for (const e of envs) console.log(`  ${server.url}/envs/${e.name}  ${e.description}`);
+  // The playground; with a token, the form a browser can open (it cannot send the header).
+  console.log(`playground: ${server.url}${config.token ? "/t/<ENVWORKER_TOKEN>/web" : "/web"}`);
   // A signal to the process group reaches this process twice (directly, and forwarded by the
   // bin shim): stopping is idempotent, so the second one does not cut in-flight requests short.
   let stopping = false;
@@ -158,6 +170,13 @@ export async function main(argv: string[]): Promise<number> {
       case "view": {
         const { viewCommand } = await import("./view.ts");
         return await viewCommand(rest);
+      }
+      case "-v":
+      case "--version":
+      case "version": {
+        const { envworkerVersion } = await import("./version.ts");
+        console.log(envworkerVersion());
+        return 0;
       }
       case undefined:
       case "-h":

@@ -9,6 +9,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
+import { listenErrorMessage } from "./listen-error.ts";
 
 export const VIEW_USAGE = `usage: envworker view [DIR] [--host 127.0.0.1] [--port 8001]
 
@@ -87,7 +88,7 @@ export async function viewCommand(argv: string[], io: ViewIO = {}): Promise<numb
   try {
     viewer = await startViewer(dir, { host: values.host ?? "127.0.0.1", port });
   } catch (err) {
-    stderr.write(`envworker view: cannot listen: ${(err as Error).message}\n`);
+    stderr.write(`envworker view: ${listenErrorMessage(err, values.host ?? "127.0.0.1", port) ?? `cannot listen: ${(err as Error).message}`}\n`);
     return 1;
   }
   stdout.write(`envworker view: runs under ${viewer.root}\n${viewer.url}${viewer.path}\n`);

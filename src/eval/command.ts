@@ -2,7 +2,6 @@
  * `envworker eval ENV`: roll an environment out against any OpenAI-compatible model, in process
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { createSandbox, type Sandbox } from "../sandbox/index.ts";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
@@ -20,6 +19,9 @@ import {
 } from "./rollout.ts";
 import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
 import { LiveResults } from "./results-writer.ts";
+import { envworkerVersion } from "../cli/version.ts";
+
+export { envworkerVersion };
 import { Progress, type ProgressStream } from "./progress.ts";
 
 export const EVAL_USAGE = `usage: envworker eval ENV [options]
@@ -92,21 +94,6 @@ const OPTIONS = {
   "pass-threshold": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
-
-export function envworkerVersion(): string {
-  try {
-    // src/eval/command.ts in this repository, dist/src/eval/command.js in the package.
-    for (const up of ["../../package.json", "../../../package.json"]) {
-      const url = new URL(up, import.meta.url);
-      if (!existsSync(url)) continue;
-      const pkg = JSON.parse(readFileSync(url, "utf8")) as { name?: string; version?: string };
-      if (pkg.name === "envworker") return pkg.version ?? "unknown";
-    }
-    return "unknown";
-  } catch {
-    return "unknown";
-  }
-}
 
 function int(name: string, raw: string | undefined, fallback: number, min: number): number {
   if (raw === undefined) return fallback;
