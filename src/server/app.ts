@@ -13,7 +13,7 @@ import { ApiError, toApiError } from "../env/errors.ts";
 import { rpcError, RPC } from "./mcp.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
-import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
+import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, resetErrorMessage, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
 import { inlineEngine, type EnvEngine } from "./engine.ts";
 import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
@@ -84,7 +84,12 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   };
   const app = new Hono<AppEnv>();
   /** Parse a JSON body against a schema: INVALID_JSON or VALIDATION_ERROR (400) on failure. */
-  async function readBody<S extends z.ZodType>(c: Context, schema: S, emptyIsObject = false): Promise<z.output<S>> {
+  async function readBody<S extends z.ZodType>(
+    c: Context,
+    schema: S,
+    emptyIsObject = false,
+    message: (err: z.ZodError) => string = () => "request body does not match the schema",
+  ): Promise<z.output<S>> {
     const text = await readText(c, maxBody);
     let json: unknown;
     if (emptyIsObject && text.trim() === "") json = {};
@@ -96,7 +101,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       }
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new ApiError("VALIDATION_ERROR", "request body does not match the schema", zodIssues(parsed.error));
+    if (!parsed.success) throw new ApiError("VALIDATION_ERROR", message(parsed.error), zodIssues(parsed.error));
     return parsed.data;
   }
 
@@ -141,7 +146,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 
   app.post(`${b}/reset`, async (c) => {
     // An `example` reference is resolved where environment code runs (the engine), like the rest of a reset.
-    return answer(c, await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true)));
+    return answer(c, await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true, (err) => resetErrorMessage(err, "request body does not match the schema", true))));
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);

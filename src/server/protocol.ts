@@ -63,17 +63,32 @@ export const ExamplesRequestSchema = z
 const EpisodeId = z.string().min(1).max(255);
 
 /**
- * Reset and step bodies drop keys they do not know, as OpenEnv's (`extra="allow"`, kwargs filtered
- * against the environment's signature) do: OpenEnv clients may send more. The action itself is
- * strict, and so are an environment's args.
+ * A reset refuses keys it does not know (`{"sede": 7}` would otherwise be a random seed without a
+ * word). OpenEnv's server passes extra reset keys to the environment's `reset(**kwargs)`, filtered
+ * against its signature; here that signature is these fields, and an environment's own arguments
+ * go in `args` (strict too). Step bodies keep OpenEnv's `extra="allow"`: their action is strict.
  */
-const ResetFields = z.object({
-  seed: Seed.nullish(),
-  episode_id: EpisodeId.nullish(),
-  index: z.number().int().min(0).nullish(),
-  split: z.string().max(64).nullish(),
-  args: z.record(z.string(), z.unknown()).nullish(),
-});
+const ResetFields = z
+  .object({
+    seed: Seed.nullish(),
+    episode_id: EpisodeId.nullish(),
+    index: z.number().int().min(0).nullish(),
+    split: z.string().max(64).nullish(),
+    args: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .strict();
+
+/**
+ * The message of a reset that failed validation: unknown top-level keys are named, with the keys a
+ * reset takes, since a typo there is the likely mistake; anything else keeps `fallback`.
+ */
+export function resetErrorMessage(err: z.ZodError, fallback: string, http: boolean): string {
+  const unknown = err.issues.flatMap((i) => (i.code === "unrecognized_keys" && i.path.length === 0 ? i.keys : []));
+  if (unknown.length === 0) return fallback;
+  const known = ["seed", "episode_id", "index", "split", "args", ...(http ? ["example"] : [])];
+  const names = unknown.map((k) => JSON.stringify(k)).join(", ");
+  return `unknown reset key${unknown.length > 1 ? "s" : ""} ${names}: a reset takes ${known.join(", ")} (the environment's own arguments go in "args")`;
+}
 
 // JSON null means "not given": hand the engine plain optional fields.
 const plainReset = (r: z.output<typeof ResetFields>) => ({

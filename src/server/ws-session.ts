@@ -9,7 +9,7 @@ import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
 import { inlineEngine, type EnvEngine } from "./engine.ts";
-import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
+import { ActionSchema, ResetRequestSchema, resetErrorMessage, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
 
 export type WsDataReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
@@ -105,7 +105,7 @@ export class WsSession {
     switch (m.type) {
       case "reset": {
         const req = ResetRequestSchema.safeParse(m.data ?? {});
-        if (!req.success) throw new ApiError("VALIDATION_ERROR", "invalid reset data", zodIssues(req.error));
+        if (!req.success) throw new ApiError("VALIDATION_ERROR", resetErrorMessage(req.error, "invalid reset data", false), zodIssues(req.error));
         await this.dispose();
         const result = await this.host.reset(this.env, req.data);
         this.episodeId = result.episode_id;
