@@ -65,11 +65,13 @@ function captureLog(level: "info" | "warn" | "error" = "warn"): string[] {
 }
 
 describe("maxTurns as a function of the args", () => {
-  it("truncates at the args' limit; the list shows null (it depends)", async () => {
+  it("truncates at the args' limit; GET /envs lists the default args' limit (null when there are no defaults)", async () => {
     expect((await playEpisode(countdown, { args: { turns: 2 }, actions: ["a", "b"] })).truncated).toBe(true);
     expect((await playEpisode(countdown, { args: { turns: 5 }, actions: ["a", "b", "c", "d", "e"] })).turns).toBe(5);
     const { app } = buildNodeApp([countdown]);
-    expect((await (await app.request("/envs")).json()).envs[0].max_turns).toBeNull();
+    expect((await (await app.request("/envs")).json()).envs[0].max_turns).toBe(3);
+    const required = defineEnvironment({ ...base, name: "turns-required", args: z.object({ turns: z.number().int() }).strict(), maxTurns: (a) => a.turns, rubric: [{ name: "one", fn: () => 1 }] });
+    expect((await (await buildNodeApp([required]).app.request("/envs")).json()).envs[0].max_turns).toBeNull();
     // A limit that is no positive integer is the environment's fault: 422, named.
     const r = await app.request("/envs/turns-from-args/reset", { method: "POST", body: JSON.stringify({ args: { turns: 0 } }) });
     expect(r.status).toBe(422);

@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
+import { defaultMaxTurns } from "../src/env/environment.ts";
 import alphabetSortEnv, {
   alphabetSortReward,
   authorNames,
@@ -87,9 +88,10 @@ describe("alphabet-sort: definition", () => {
     });
   });
 
-  it("never truncates before num_turns: maxTurns is the bound of max_turns", () => {
-    expect(env.maxTurns).toBe(MAX_TURNS_BOUND);
-    expect(env.maxTurns).toBeGreaterThanOrEqual(defaults.max_turns);
+  it("never truncates before num_turns: maxTurns is the args' max_turns (3 with the defaults, as GET /envs lists)", () => {
+    expect(env.maxTurnsFor(env.parseArgs({}))).toBe(defaults.max_turns);
+    expect(defaultMaxTurns(env)).toBe(3);
+    expect(env.maxTurnsFor(env.parseArgs({ max_turns: 7 }))).toBe(7);
     expect(() => env.parseArgs({ max_turns: MAX_TURNS_BOUND })).not.toThrow();
     expect(() => resetEpisode(env, "ep", { args: { max_turns: MAX_TURNS_BOUND + 1 } })).toThrow(ApiError);
   });

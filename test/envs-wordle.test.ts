@@ -14,6 +14,7 @@ import wordle, {
 } from "../envs/wordle/index.ts";
 import { xmlFormatScore } from "../envs/shared/xml-format.ts";
 import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
+import { defaultMaxTurns } from "../src/env/environment.ts";
 import type { Message } from "../src/env/messages.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
 import { scoreItems } from "../src/server/score.ts";
@@ -101,6 +102,12 @@ describe("wordle engine", () => {
 });
 
 describe("wordle environment", () => {
+  it("limits turns to num_guesses × (error_allowance + 1): 12 with the defaults, as GET /envs lists", () => {
+    expect(defaultMaxTurns(wordle)).toBe(12);
+    expect(wordle.maxTurnsFor(wordle.parseArgs({ num_guesses: 3, error_allowance: 0 }))).toBe(3);
+    expect(resetEpisode(wordle, "ep", { seed: 1, args: { num_guesses: 4 } }).state.max_turns).toBe(8);
+  });
+
   it("serves the TextArena observation and the verifiers system prompt; the seed picks the word", () => {
     const s = start(0);
     expect(s.answer).toBe("wrong");

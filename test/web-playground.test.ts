@@ -96,8 +96,11 @@ describe("playground on Node", () => {
     await page.getByLabel("max_words").fill("6");
     await page.getByRole("button", { name: "Reset" }).click();
     await page.getByLabel("Your reply as the assistant").waitFor();
-    const reset = JSON.parse((await page.getByTestId("exchange").first().locator("pre.json").first().textContent()) ?? "{}");
+    // Newest first: the reset, then (args of its own may change the turn limit) its state.
+    const resetExchange = page.getByTestId("exchange").filter({ has: page.locator("summary", { hasText: "/reset" }) });
+    const reset = JSON.parse((await resetExchange.first().locator("pre.json").first().textContent()) ?? "{}");
     expect(reset).toEqual({ args: { max_words: 6 } });
+    expect(await page.locator(".episode-bar .pill").first().textContent()).toBe("turn 0 / 1");
     const prompt = (await page.locator('.msg[data-role="user"] .content').textContent()) ?? "";
     expect(prompt.split(/\s+/).length).toBeLessThanOrEqual(6);
     // The schema's bounds are the inputs' bounds: the browser refuses 0 before sending anything.

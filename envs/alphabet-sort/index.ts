@@ -21,7 +21,7 @@ import { extractAllTags } from "../../src/env/parsers.ts";
 import type { PyRandom } from "../../src/pycompat/random.ts";
 import { pyIsUpper, pyJsonDumps, pyLower, pyPowInt, pySorted, pyStrip } from "../shared/py.ts";
 
-/** Upper bound of `max_turns`, and the engine's `maxTurns`: an episode ends by itself after `num_turns`. */
+/** Upper bound of `max_turns` (the engine's `maxTurns` is the episode's `max_turns`). */
 export const MAX_TURNS_BOUND = 10;
 /** Upper bound of `max_names_per_turn`. */
 export const MAX_NAMES_BOUND = 50;
@@ -349,8 +349,9 @@ export default defineEnvironment({
   args,
   splits: ["train"],
   generate: ({ rng, args: a }: { rng: PyRandom; args: AlphabetSortArgs }) => buildEpisode(rng, a),
-  // Safety net only: every episode ends by itself after info.num_turns <= max_turns <= this.
-  maxTurns: MAX_TURNS_BOUND,
+  // Safety net only: every episode ends by itself after info.num_turns <= max_turns turns; this
+  // is also the limit GET /envs and the playground show (3 with the defaults).
+  maxTurns: (a: AlphabetSortArgs) => a.max_turns,
   respond({ turn, info }) {
     // The original's is_completed: stop once the model has answered num_turns times.
     if (turn >= info.num_turns) return { done: true };

@@ -180,8 +180,9 @@ export default defineEnvironment({
     };
   },
   systemPrompt: (a: WordleArgs) => a.system_prompt ?? undefined,
-  // The game ends the episode itself, after at most num_guesses·(error_allowance+1) turns.
-  maxTurns: MAX_GUESSES * (MAX_ERROR_ALLOWANCE + 1),
+  // The game ends the episode itself, after at most num_guesses·(error_allowance+1) turns (each
+  // guess may follow error_allowance forgiven invalid moves): 12 with the defaults (6 guesses).
+  maxTurns: (a: WordleArgs) => a.num_guesses * (a.error_allowance + 1),
   initialState: (example, a: WordleArgs) => ({ game: newGame(example.answer ?? "", a) as unknown as JsonObject }),
   respond: ({ messages, state, answer, args: a }) => {
     const game = (state.game as unknown as WordleGame | undefined) ?? newGame(answer, a);

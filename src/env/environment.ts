@@ -113,6 +113,20 @@ export interface Environment {
   maxTurnsFor(args: unknown): number;
 }
 
+/**
+ * The turn limit shown for an environment (`GET /envs`' `max_turns`, the playground): the limit of
+ * an episode reset with the default args, whether `maxTurns` is a number or a function of the args;
+ * null only when the args have no defaults to compute it from.
+ */
+export function defaultMaxTurns(env: Environment): number | null {
+  if (env.maxTurns !== null) return env.maxTurns;
+  try {
+    return env.maxTurnsFor(env.parseArgs({}));
+  } catch {
+    return null;
+  }
+}
+
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** Datasets kept per environment, keyed by (split, args). */
 const DATASET_CACHE_SIZE = 16;

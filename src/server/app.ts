@@ -6,7 +6,7 @@
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { UpgradeWebSocket, WSContext } from "hono/ws";
 import type { z } from "zod";
-import type { Environment } from "../env/environment.ts";
+import { defaultMaxTurns, type Environment } from "../env/environment.ts";
 import type { EpisodeHost } from "./episode-host.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError, toApiError } from "../env/errors.ts";
@@ -112,7 +112,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
         name: e.name,
         description: e.description,
         version: e.version,
-        max_turns: e.maxTurns,
+        max_turns: defaultMaxTurns(e),
         splits: e.splits,
         url: `/envs/${e.name}`,
       })),

@@ -2,7 +2,7 @@
  * The playground's server-rendered pages: the list of environments, and the page of one
  * environment (its description, then the client app from ./client mounts into #app).
  */
-import type { Environment } from "../../env/environment.ts";
+import { defaultMaxTurns, type Environment } from "../../env/environment.ts";
 import { Page } from "../ui/layout.tsx";
 import type { Boot } from "./boot.ts";
 
@@ -36,7 +36,7 @@ export function EnvListPage(props: { envs: readonly Environment[]; paths: Paths 
             <div class="meta">
               <span class="pill">v{e.version}</span>
               <span class="pill">
-                {e.maxTurns === 1 ? "1 turn" : `≤ ${e.maxTurns} turns`}
+                {turnsPill(e)}
               </span>
               {e.tools.length ? <span class="pill accent">tools: {e.tools.map((t) => t.name).join(", ")}</span> : null}
               <span class="pill">{e.splits.join(" · ")}</span>
@@ -48,21 +48,17 @@ export function EnvListPage(props: { envs: readonly Environment[]; paths: Paths 
   );
 }
 
-/** An environment's turn limit for display: its maxTurns, or (when that depends on the args) the default args' limit. */
-function maxTurnsShown(env: Environment): number {
-  if (env.maxTurns !== null) return env.maxTurns;
-  try {
-    return env.maxTurnsFor(env.parseArgs({}));
-  } catch {
-    return 0;
-  }
+/** "1 turn", "≤ 6 turns": the limit of an episode with the default args. */
+function turnsPill(env: Environment): string {
+  const n = defaultMaxTurns(env);
+  return n === null ? "turns depend on the args" : n === 1 ? "1 turn" : `≤ ${n} turns`;
 }
 
 export function PlaygroundPage(props: { env: Environment; envs: readonly Environment[]; paths: Paths }) {
   const { env, paths } = props;
   const base = `/envs/${encodeURIComponent(env.name)}`;
   const boot: Boot = {
-    env: { name: env.name, description: env.description, version: env.version, max_turns: maxTurnsShown(env), splits: [...env.splits] },
+    env: { name: env.name, description: env.description, version: env.version, max_turns: defaultMaxTurns(env), splits: [...env.splits] },
     api: `${paths.prefix}${base}`,
     shownApi: `${paths.shownPrefix}${base}`,
   };
@@ -81,7 +77,7 @@ export function PlaygroundPage(props: { env: Environment; envs: readonly Environ
       </div>
       <h1>{env.name}</h1>
       <p class="lede">
-        {env.description} <span class="pill">v{env.version}</span> <span class="pill">{env.maxTurns === 1 ? "1 turn" : `≤ ${env.maxTurns} turns`}</span>
+        {env.description} <span class="pill">v{env.version}</span> <span class="pill">{turnsPill(env)}</span>
       </p>
       <div id="app">
         <noscript>The playground needs JavaScript. The same routes work from curl: POST {boot.shownApi}/reset.</noscript>

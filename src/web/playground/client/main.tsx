@@ -19,6 +19,8 @@ interface Episode {
   reward: number | null;
   metrics: Record<string, number>;
   turn: number;
+  /** This episode's turn limit (the default args' until the server says otherwise). */
+  maxTurns: number | null;
   closed: boolean;
 }
 
@@ -127,6 +129,7 @@ function App(props: { boot: Boot }) {
       reward: typeof st.reward === "number" ? st.reward : null,
       metrics: (st.metrics ?? {}) as Record<string, number>,
       turn: Number(st.step_count ?? 0),
+      maxTurns: typeof st.max_turns === "number" ? st.max_turns : env.max_turns,
       closed: false,
     });
     setCalls([]);
@@ -170,7 +173,9 @@ function App(props: { boot: Boot }) {
       if (Object.keys(args.value).length) body.args = args.value;
       const r = await api("POST", "/reset", body);
       const messages = (r.observation?.messages ?? []) as ChatMessage[];
-      setEpisode({ id: r.episode_id, messages, promptLength: messages.length, done: r.done === true, truncated: false, reward: null, metrics: {}, turn: 0, closed: false });
+      // Args of its own may change the turn limit (wordle's num_guesses): the episode's state has it.
+      const maxTurns = body.args ? Number((await api("GET", `/state?episode_id=${encodeURIComponent(r.episode_id)}`)).max_turns) : env.max_turns;
+      setEpisode({ id: r.episode_id, messages, promptLength: messages.length, done: r.done === true, truncated: false, reward: null, metrics: {}, turn: 0, maxTurns, closed: false });
       setTools(toolsFrom(r.observation?.tools));
       setCalls([]);
       setContent("");
@@ -304,7 +309,8 @@ function App(props: { boot: Boot }) {
               </h2>
               <code data-testid="episode-id">{episode.id}</code>
               <span class="pill">
-                turn {episode.turn} / {env.max_turns}
+                turn {episode.turn}
+                {episode.maxTurns === null ? "" : ` / ${episode.maxTurns}`}
               </span>
               {episode.done ? <span class="pill good">done</span> : <span class="pill accent">in progress</span>}
               {episode.truncated ? <span class="pill warn">truncated</span> : null}
