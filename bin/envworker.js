@@ -9,12 +9,20 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const FLAG = "--no-node-snapshot";
-const hasFlag = process.execArgv.includes(FLAG) || (process.env.NODE_OPTIONS ?? "").split(/\s+/).includes(FLAG);
+const nodeFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
+const hasFlag = nodeFlags.includes(FLAG);
+// Run from a checkout (src/ is there, dist/ maybe not): "envworker" and its subpaths, imported by the
+// shipped environments and by a package made with `init` from the checkout, resolve to src/
+// through package.json's "envworker-source" export condition.
+const source = new URL("../src/cli/main.ts", import.meta.url);
+const fromCheckout = existsSync(source);
+const CONDITION = "--conditions=envworker-source";
+const needs = [...(hasFlag ? [] : [FLAG]), ...(fromCheckout && !nodeFlags.includes(CONDITION) ? [CONDITION] : [])];
 
-if (!hasFlag) {
+if (needs.length > 0) {
   // The IPC channel is how the child knows this process is alive: when it closes (this process
   // died, even of SIGKILL), the child stops too, so a server never outlives the command that ran it.
-  const child = spawn(process.execPath, [FLAG, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const child = spawn(process.execPath, [...needs, ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: ["inherit", "inherit", "inherit", "ipc"],
     env: { ...process.env, ENVWORKER_SHIM_PARENT: "1" },
   });
@@ -37,8 +45,7 @@ if (!hasFlag) {
   }
   const { register } = await import("tsx/esm/api");
   register();
-  const source = new URL("../src/cli/main.ts", import.meta.url);
-  const { main } = await import(existsSync(source) ? source.href : "../dist/src/cli/main.js");
+  const { main } = await import(fromCheckout ? source.href : "../dist/src/cli/main.js");
   const code = await main(process.argv.slice(2));
   if (code !== 0) process.exitCode = code;
 }

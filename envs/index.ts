@@ -1,5 +1,5 @@
 /** The environments this server hosts: the single list of served environments. */
-import type { Environment } from "../src/env/environment.ts";
+import type { Environment } from "envworker";
 import alphabetSort from "./alphabet-sort/index.ts";
 import countdown from "./countdown/index.ts";
 import jsCode from "./js-code/index.ts";

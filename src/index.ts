@@ -29,12 +29,29 @@ export { extractAllTags, extractTag, parseAnswer, stripThink } from "./env/parse
 
 // CPython-identical helpers: the seeded generator and difflib's ratio.
 export { PyRandom } from "./pycompat/random.ts";
-export { matchingBlocks, SequenceMatcher, sequenceRatio } from "./pycompat/difflib.ts";
+export { codePointPrefix, matchingBlocks, SequenceMatcher, sequenceRatio } from "./pycompat/difflib.ts";
 
 // Math answers and arithmetic.
-export { answersMatch, extractBoxedAnswer, gradeReply, lastBoxed, parseNumericAnswer, type CompareOptions, type GradeOptions, type NumericAnswer } from "./math/math-answer.ts";
+export {
+  answersMatch,
+  extractBoxedAnswer,
+  extractFinalAnswer,
+  gradeReply,
+  lastAssistantText,
+  lastBoxed,
+  parseNumericAnswer,
+  type CompareOptions,
+  type GradeOptions,
+  type NumericAnswer,
+} from "./math/math-answer.ts";
 export { calculate, type EvalResult as ArithResult, type ParseOptions as ArithOptions } from "./math/arith.ts";
+// The arithmetic parser and evaluator (countdown's rules are options of it), and exact rationals.
+export * as arith from "./math/arith.ts";
+export * as rational from "./math/rational.ts";
 
 // Built-in tools, and the sandbox they (and code rewards) run in.
 export { calculatorTool, createCalculatorTool, createJavascriptTool, javascriptTool, type CalculatorToolOptions, type JavascriptToolOptions } from "./tools/builtin.ts";
+export { createPythonTool, pythonTool } from "./tools/python.ts";
 export type { RunOptions, RunResult, Sandbox } from "./sandbox/types.ts";
+// TypeScript to JavaScript (types stripped), as the sandbox does with TypeScript input.
+export { stripTypes } from "./sandbox/typescript.ts";

@@ -13,12 +13,7 @@
  * then every other draw happens in the original's order (see `buildEpisode`).
  */
 import { base, en, Faker } from "@faker-js/faker";
-import { z } from "zod";
-import { codePointPrefix, SequenceMatcher } from "../../src/pycompat/difflib.ts";
-import { defineEnvironment, type Example } from "../../src/env/environment.ts";
-import type { Message } from "../../src/env/messages.ts";
-import { extractAllTags } from "../../src/env/parsers.ts";
-import type { PyRandom } from "../../src/pycompat/random.ts";
+import { codePointPrefix, defineEnvironment, type Example, extractAllTags, type Message, type PyRandom, SequenceMatcher, z } from "envworker";
 import { pyIsUpper, pyJsonDumps, pyLower, pyPowInt, pySorted, pyStrip } from "../shared/py.ts";
 
 /** Upper bound of `max_turns` (the engine's `maxTurns` is the episode's `max_turns`). */

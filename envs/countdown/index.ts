@@ -14,22 +14,13 @@
  * 0.5 (5 points), otherwise (or an invalid expression) 0. Metrics (weight 0): `format_reward`,
  * `valid_expression`.
  */
-import { z } from "zod";
-import { defineEnvironment } from "../../src/env/environment.ts";
-import type { Message } from "../../src/env/messages.ts";
-import { extractTag, stripThink } from "../../src/env/parsers.ts";
-import type { PyRandom } from "../../src/pycompat/random.ts";
-import {
-  ArithSyntaxError,
-  evaluate,
-  literals,
-  parse,
-  render,
-  type ArithNode,
-  type BinaryOp,
-  type EvalRules,
-  type ParseOptions,
-} from "../../src/math/arith.ts";
+import { arith, defineEnvironment, extractTag, type Message, type PyRandom, stripThink, z } from "envworker";
+
+const { ArithSyntaxError, evaluate, literals, parse, render } = arith;
+type ArithNode = arith.ArithNode;
+type BinaryOp = arith.BinaryOp;
+type EvalRules = arith.EvalRules;
+type ParseOptions = arith.ParseOptions;
 
 export const LARGE_NUMBERS = [25, 50, 75, 100] as const;
 /** Most numbers a puzzle draws (the `count` arg's bound). */

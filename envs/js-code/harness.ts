@@ -40,8 +40,7 @@
  *    cannot be forged. Console output is otherwise ignored.
  * Limits (time, memory, output) are the sandbox's; the host never runs candidate code itself.
  */
-import type { JsonValue, RunResult, Sandbox } from "../../src/sandbox/types.ts";
-import { stripTypes } from "../../src/sandbox/typescript.ts";
+import { type JsonValue, type RunResult, type Sandbox, stripTypes } from "envworker";
 import type { CodeTask, TestCase } from "./tasks.ts";
 
 /** The guest-side harness (plain ES2020, no backticks, strict). Input: the global `__jscInput`. */

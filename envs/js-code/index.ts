@@ -13,12 +13,7 @@
  * explain a zero: `load_error` (no code, a syntax error, a throw while loading, no function of
  * the right name), `timed_out`, `out_of_memory`, `sandbox_error` (no sandbox or a host failure).
  */
-import { z } from "zod";
-import { defineEnvironment, type Example, type TurnContext } from "../../src/env/environment.ts";
-import type { JsonObject, Message } from "../../src/env/messages.ts";
-import type { RewardInput } from "../../src/env/rubric.ts";
-import { stripThink } from "../../src/env/parsers.ts";
-import type { Sandbox } from "../../src/sandbox/types.ts";
+import { defineEnvironment, type Example, type JsonObject, type Message, type RewardInput, type Sandbox, stripThink, type TurnContext, z } from "envworker";
 import { DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_MS, evaluateSolution, type Evaluation, type TestFailure } from "./harness.ts";
 import { normaliseOutput } from "../py-code/harness.ts";
 import { TASKS, TASKS_BY_ID, type CodeTask, type TestCase } from "./tasks.ts";

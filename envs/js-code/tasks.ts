@@ -7,7 +7,7 @@
  *
  * Every task is checked against a reference solution (reference.ts, used only by the tests).
  */
-import type { JsonValue } from "../../src/env/messages.ts";
+import type { JsonValue } from "envworker";
 
 export type Difficulty = "easy" | "medium" | "hard";
 export type Category = "string" | "array" | "math" | "parsing" | "data-structure";

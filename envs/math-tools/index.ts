@@ -10,12 +10,7 @@
  * Rubric: `correct_answer` (1.0) and `boxed_answer` (0, a format metric), plus the automatic
  * tool metrics `num_turns`, `num_tool_calls`, `num_tool_errors`.
  */
-import { z } from "zod";
-import { defineEnvironment } from "../../src/env/environment.ts";
-import { extractFinalAnswer, gradeReply, lastAssistantText } from "../../src/math/math-answer.ts";
-import { calculatorTool } from "../../src/tools/calculator.ts";
-import { javascriptTool } from "../../src/tools/javascript.ts";
-import { pythonTool } from "../../src/tools/python.ts";
+import { calculatorTool, defineEnvironment, extractFinalAnswer, gradeReply, javascriptTool, lastAssistantText, pythonTool, z } from "envworker";
 import { DIFFICULTIES, generateProblem, type Difficulty } from "./problems.ts";
 
 export const SYSTEM_PROMPT =

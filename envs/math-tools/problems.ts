@@ -9,8 +9,10 @@
  *   hard   long_expression, compound_interest, count_multiples, sum_of_primes, sequence_term,
  *          tank_fraction, lcm
  */
-import type { PyRandom } from "../../src/pycompat/random.ts";
-import { abs, add, div, mul, rational, sub, type Rational } from "../../src/math/rational.ts";
+import { rational as exact, type PyRandom } from "envworker";
+
+const { abs, add, div, mul, rational, sub } = exact;
+type Rational = exact.Rational;
 
 export const DIFFICULTIES = ["easy", "medium", "hard"] as const;
 export type Difficulty = (typeof DIFFICULTIES)[number];

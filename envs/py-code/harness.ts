@@ -33,7 +33,7 @@
  *
  * Every test has its own time limit; the evaluation never throws.
  */
-import type { JsonValue, RunResult, Sandbox } from "../../src/sandbox/types.ts";
+import type { JsonValue, RunResult, Sandbox } from "envworker";
 
 export type StdioTest = { input: string; output: string };
 export type TestSpec = { kind: "assert"; tests: string[] } | { kind: "stdio"; tests: StdioTest[] };

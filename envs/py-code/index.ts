@@ -17,12 +17,7 @@
  * (count), `tests_total`, `compile_error` (no code, a syntax error, or an exception while the code
  * loads), `timed_out` (some test hit its time limit), `out_of_memory`, `sandbox_error`.
  */
-import { z } from "zod";
-import { defineEnvironment, type Example, type TurnContext } from "../../src/env/environment.ts";
-import type { JsonObject, Message } from "../../src/env/messages.ts";
-import type { RewardInput } from "../../src/env/rubric.ts";
-import { stripThink } from "../../src/env/parsers.ts";
-import type { Sandbox } from "../../src/sandbox/types.ts";
+import { defineEnvironment, type Example, type JsonObject, type Message, type RewardInput, type Sandbox, stripThink, type TurnContext, z } from "envworker";
 import { DEFAULT_TEST_TIMEOUT_MS, evaluatePython, type Evaluation, type TestSpec } from "./harness.ts";
 import { TASKS, TASKS_BY_ID, taskTests, type PyTask } from "./tasks.ts";
 

@@ -6,10 +6,7 @@
  * point (Python's `text[::-1]`). The original data (HF `PrimeIntellect/Reverse-Text-RL`) is not
  * available here, so the environment ships its own texts in `data/` (see README.md).
  */
-import { z } from "zod";
-import { codePointPrefix, sequenceRatio } from "../../src/pycompat/difflib.ts";
-import { defineEnvironment, type Example } from "../../src/env/environment.ts";
-import { parseAnswer } from "../../src/env/parsers.ts";
+import { codePointPrefix, defineEnvironment, type Example, parseAnswer, sequenceRatio, z } from "envworker";
 import evalTexts from "./data/eval.json" with { type: "json" };
 import trainTexts from "./data/train.json" with { type: "json" };
 

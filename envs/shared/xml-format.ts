@@ -15,8 +15,7 @@
  * stripped and unstripped parses, which use the same regex, so it never fails: every message gets
  * the 0.2, even an empty one. That is the reference behaviour and is kept.
  */
-import type { Message } from "../../src/env/messages.ts";
-import { extractTag } from "../../src/env/parsers.ts";
+import { extractTag, type Message } from "envworker";
 import { pyStrip } from "./py.ts";
 
 

@@ -10,10 +10,7 @@
  * reference downloads dwyl `words_alpha.txt` (≈ 370k words, many obscure): fewer words are
  * accepted here, so chains are shorter than the reference would score them.
  */
-import { z } from "zod";
-import { defineEnvironment, type Example } from "../../src/env/environment.ts";
-import type { Message } from "../../src/env/messages.ts";
-import { PyRandom } from "../../src/pycompat/random.ts";
+import { defineEnvironment, type Example, type Message, PyRandom, z } from "envworker";
 import { PY_WORD_CLASS } from "../shared/py.ts";
 import { dictionaryUpTo, MAX_SCOWL_LEVEL, wordsUpTo } from "../shared/words.ts";
 

@@ -3,7 +3,7 @@
  * `env_response`, rubric of its `load_environment`), over a plain-JSON game record so that the
  * live episode and the stateless replay used by the rubric share one implementation.
  */
-import { PyRandom } from "../../src/pycompat/random.ts";
+import { PyRandom } from "envworker";
 import { pyStrip } from "../shared/py.ts";
 
 /** A group as a puzzle uses it: its name, level and the 4 members on the board (upper-case). */

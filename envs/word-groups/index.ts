@@ -12,10 +12,7 @@
  * (NYT-style yellow→purple) by default, 4 of each group's 4–6 candidates, and never two groups
  * of which one lists a word of the other (members or `also`): a puzzle is never ambiguous.
  */
-import { z } from "zod";
-import { defineEnvironment } from "../../src/env/environment.ts";
-import type { JsonObject, Message } from "../../src/env/messages.ts";
-import type { PyRandom } from "../../src/pycompat/random.ts";
+import { defineEnvironment, type JsonObject, type Message, type PyRandom, z } from "envworker";
 import { efficiencyReward, formatReward, newGame, progressReward, replay, stepGame, successReward, type GameRecord, type PuzzleGroup } from "./game.ts";
 import data from "./groups.json" with { type: "json" };
 

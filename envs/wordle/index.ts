@@ -14,10 +14,7 @@
  * `../shared/words.ts`. TextArena draws secrets from NLTK's Basic English nouns and validates
  * against its own UK/US + NLTK dictionary, so the word lists (only) differ from the original.
  */
-import { z } from "zod";
-import { defineEnvironment } from "../../src/env/environment.ts";
-import type { JsonObject, Message } from "../../src/env/messages.ts";
-import { parseAnswer } from "../../src/env/parsers.ts";
+import { defineEnvironment, type JsonObject, type Message, parseAnswer, z } from "envworker";
 import { pyStrip } from "../shared/py.ts";
 import { dictionaryUpTo, isRegularInflection, MAX_SCOWL_LEVEL, SCOWL_LEVELS, wordsUpTo } from "../shared/words.ts";
 import { xmlFormatReward } from "../shared/xml-format.ts";
