@@ -192,11 +192,18 @@ describe("envworker command", () => {
     try {
       const ok = envworker(["init", "my-game"], dir);
       expect(ok.status).toBe(0);
+      // From a checkout the package is linked to it: npm resolves it without a registry.
+      expect(ok.stdout).toContain(`envworker dependency: file:${resolve(import.meta.dirname, "..")} (this checkout)`);
       for (const f of ["package.json", "README.md", "src/index.ts", "src/worker.ts", "test/env.test.ts", "wrangler.toml", ".gitignore", "tsconfig.json"]) {
         expect(existsSync(join(dir, "my-game", f)), f).toBe(true);
       }
       const pkg = JSON.parse(readFileSync(join(dir, "my-game/package.json"), "utf8"));
-      expect(pkg).toMatchObject({ name: "my-game", dependencies: { envworker: "^0.1.0" }, envworker: { environments: ["./src/index.ts"] } });
+      expect(pkg).toMatchObject({ name: "my-game", dependencies: { envworker: `file:${resolve(import.meta.dirname, "..")}` }, envworker: { environments: ["./src/index.ts"] } });
+      expect(pkg.allowScripts).toMatchObject({ bufferutil: true, "isolated-vm": true });
+      expect(readFileSync(join(dir, "my-game/README.md"), "utf8")).not.toContain("npmjs.com");
+      // --dependency: anything npm takes (a packed tarball, the registry's range).
+      expect(envworker(["init", "tarball-game", "--dependency", "file:../envworker-0.1.0.tgz"], dir).status).toBe(0);
+      expect(JSON.parse(readFileSync(join(dir, "tarball-game/package.json"), "utf8")).dependencies.envworker).toBe("file:../envworker-0.1.0.tgz");
       expect(readFileSync(join(dir, "my-game/src/index.ts"), "utf8")).toMatch(/name: "my-game"/);
       expect(envworker(["init", "my-game"], dir).status).toBe(2);
       expect(envworker(["init", "My_Game"], dir).stderr).toMatch(/kebab-case/);

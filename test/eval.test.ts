@@ -366,7 +366,6 @@ Errors: 3/6 rollouts (counted as reward 0)
       ["reverse-text", "--split", "test"],
       ["reverse-text", "--bogus"],
       ["alphabet-sort", "-n", "-1"],
-      ["reverse-text", "-n", "-1", "--url", "http://127.0.0.1:1"],
       ["reverse-text", "--url", "localhost:8000"],
     ]) {
       const r = await run(argv);
@@ -379,7 +378,50 @@ Errors: 3/6 rollouts (counted as reward 0)
   });
 });
 
+describe("envworker eval: a model server it cannot use", () => {
+  const bare = async (argv: string[], env: NodeJS.ProcessEnv = {}): Promise<Run> => {
+    let stdout = "";
+    let stderr = "";
+    const code = await evalCommand(argv, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s), isTTY: false }, env });
+    return { code, stdout, stderr };
+  };
+
+  it("without -b or OPENAI_BASE_URL: a usage error saying how to give one, before anything is sent", async () => {
+    const r = await bare(["reverse-text", "-n", "1", "-r", "1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^envworker eval: which model server\? give its chat-completions base URL with -b \(e\.g\. -b http:\/\/127\.0\.0\.1:8001\/v1 .*-b https:\/\/api\.openai\.com\/v1 for OpenAI\) or set OPENAI_BASE_URL/);
+    // OPENAI_BASE_URL is an explicit choice too.
+    const viaEnv = await bare(["reverse-text", "-n", "1", "-r", "1", "--retry-base-ms", "1"], { OPENAI_BASE_URL: fake.baseURL });
+    expect(viaEnv.code).toBe(0);
+  });
+
+  it("nothing listening at -b: one line naming the URL and the cause, exit 1, no rollout tried", async () => {
+    const closed = "http://127.0.0.1:1/v1";
+    const r = await bare(["reverse-text", "-n", "2", "-r", "2", "-b", closed]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`envworker eval: cannot reach the model server ${closed}: connection refused by 127.0.0.1:1 (nothing listening there?) (-b sets it)`);
+    expect(r.stdout).toBe("");
+  });
+
+  it("a connection lost during a run names the URL and the cause in the rollout's error", async () => {
+    const { APIConnectionError } = await import("openai");
+    const { explainConnectionError } = await import("../src/eval/rollout-retry.ts");
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.9:8001"), { code: "ECONNREFUSED" });
+    const err = new APIConnectionError({ cause: new TypeError("fetch failed", { cause: refused }) });
+    const explained = explainConnectionError(err, "http://10.0.0.9:8001/v1/chat/completions");
+    expect(explained).toBe(err); // still an APIConnectionError: still retried
+    expect((explained as Error).message).toBe("cannot reach http://10.0.0.9:8001/v1/chat/completions: connect ECONNREFUSED 10.0.0.9:8001");
+  });
+});
+
 describe("envworker eval --url", () => {
+  it("-n -1 evaluates as many examples as the server's /examples counts", async () => {
+    const total = (await (await fetch(`${server.url}/envs/reverse-text/examples`, { method: "POST", body: "{\"count\":0}" })).json()).total as number;
+    const r = await run(["reverse-text", "-n", "-1", "-r", "1", "-c", "8", "--url", server.url]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`${total} examples x 1 rollouts`);
+  }, 120_000);
+
   it("gives the same numbers against a running envworker; answers are not known remotely", async () => {
     fake.setModel(scripted());
     const r = await run(["reverse-text", "-m", "fake/model-1", "-n", "3", "-r", "3", "-c", "1", "--url", server.url, "-s", "-o", join(out, "d")]);

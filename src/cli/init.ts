@@ -10,12 +10,18 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { envworkerRoot, envworkerVersion } from "./version.ts";
 
-export const INIT_USAGE = `usage: envworker init NAME [--dir DIR]
+export const INIT_USAGE = `usage: envworker init NAME [--dir DIR] [--dependency SPEC]
 
 Create a standalone environment package NAME (lower-case kebab-case: the environment's name) in
 DIR (default ./NAME, which must not exist or be empty): src/index.ts (a small multi-turn game),
 test/env.test.ts (vitest, envworker/testing), README.md, src/worker.ts + wrangler.toml (Cloudflare
-Workers), package.json depending on envworker. Then:
+Workers), package.json depending on envworker:
+  run from a checkout of envworker: "file:CHECKOUT" (npm links the package to the checkout, whose
+                                    dist/ \`npm run build\` makes there)
+  run from an installed envworker:  "^VERSION" (the npm registry)
+  --dependency SPEC                 anything npm takes instead, e.g. a tarball from \`npm pack\`:
+                                    --dependency file:../envworker-0.1.0.tgz
+Then:
 
   cd NAME && npm install
   npm test                      # unit tests
@@ -46,14 +52,31 @@ function templateFiles(dir: string, sub = ""): string[] {
   return out;
 }
 
-export function scaffold(name: string, target: string): string[] {
+/**
+ * What the new package's package.json says for envworker: the checkout it was made from (until
+ * envworker is on the npm registry, that is how a package made from a clone installs), else the
+ * registry's version range.
+ */
+export function dependencySpec(root: string | undefined = envworkerRoot(), version = envworkerVersion()): string {
+  return root !== undefined && isCheckout(root) ? `file:${root}` : `^${version}`;
+}
+
+/** A checkout has the TypeScript sources; the installed package only dist/. */
+const isCheckout = (root: string) => existsSync(join(root, "src", "index.ts"));
+
+export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
   if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
   if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
   const dir = templateDir();
   const version = envworkerVersion();
   const written: string[] = [];
   for (const rel of templateFiles(dir)) {
-    const text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__ENVWORKER_VERSION__", version);
+    let text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__ENVWORKER_VERSION__", version);
+    if (rel === "package.json") {
+      const pkg = JSON.parse(text) as { dependencies: Record<string, string> };
+      pkg.dependencies.envworker = dependency;
+      text = `${JSON.stringify(pkg, null, 2)}\n`;
+    }
     const out = join(target, rel === "_gitignore" ? ".gitignore" : rel);
     mkdirSync(join(out, ".."), { recursive: true });
     writeFileSync(out, text);
@@ -63,10 +86,14 @@ export function scaffold(name: string, target: string): string[] {
 }
 
 export async function initCommand(argv: string[]): Promise<number> {
-  let values: { dir?: string | undefined; help?: boolean | undefined };
+  let values: { dir?: string | undefined; dependency?: string | undefined; help?: boolean | undefined };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: { dir: { type: "string" }, help: { type: "boolean", short: "h" } }, allowPositionals: true }));
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      options: { dir: { type: "string" }, dependency: { type: "string" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+    }));
   } catch (err) {
     console.error(`envworker init: ${(err as Error).message}\n\n${INIT_USAGE}`);
     return 2;
@@ -81,14 +108,20 @@ export async function initCommand(argv: string[]): Promise<number> {
   }
   const name = positionals[0]!;
   const target = resolve(values.dir ?? name);
+  const root = envworkerRoot();
+  const dependency = values.dependency ?? dependencySpec(root);
   let files: string[];
   try {
-    files = scaffold(name, target);
+    files = scaffold(name, target, dependency);
   } catch (err) {
     console.error(`envworker init: ${(err as Error).message}`);
     return 2;
   }
   const shown = relative(process.cwd(), target) || ".";
-  console.log(`created ${shown}/: ${files.join(", ")}\n\nnext:\n  cd ${shown}\n  npm install\n  npm test\n  npx envworker serve`);
+  const steps = [`cd ${shown}`, "npm install", "npm test", "npx envworker serve"];
+  // Linked to a checkout: its tests and its Worker import envworker's compiled dist/.
+  const linked = root !== undefined && dependency === `file:${root}`;
+  if (linked && !existsSync(join(root, "dist", "src", "index.js"))) steps.unshift(`(cd ${root} && npm run build)   # once, and after updating the checkout: dist/ for the package's tests and Worker`);
+  console.log(`created ${shown}/: ${files.join(", ")}\nenvworker dependency: ${dependency}${linked ? " (this checkout)" : ""}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
   return 0;
 }

@@ -20,6 +20,7 @@ import {
 import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
 import { LiveResults } from "./results-writer.ts";
 import { envworkerVersion } from "../cli/version.ts";
+import { unreachable } from "./reachable.ts";
 
 export { envworkerVersion };
 import { Progress, type ProgressStream } from "./progress.ts";
@@ -34,7 +35,8 @@ an environment of that server (ENV may be left out only in process).
 
 model:
   -m, --model NAME             model name (default gpt-4.1-mini)
-  -b, --api-base-url URL       chat-completions base URL (default $OPENAI_BASE_URL or https://api.openai.com/v1)
+  -b, --api-base-url URL       chat-completions base URL (default $OPENAI_BASE_URL; one of the two is
+                               required: OpenAI's own is -b https://api.openai.com/v1)
   -k, --api-key-var VAR        NAME of the environment variable with the key (default OPENAI_API_KEY)
   -t, --max-tokens N           max_tokens per model turn
   -T, --temperature X          sampling temperature
@@ -210,7 +212,13 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   let envName = positionals[0] ?? "";
 
   const model = values.model ?? "gpt-4.1-mini";
-  const baseUrl = (values["api-base-url"] ?? io.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1").replace(/\/+$/, "");
+  const givenBase = values["api-base-url"] ?? (io.env.OPENAI_BASE_URL || undefined);
+  // No silent default: a forgotten -b would send every rollout to OpenAI's public endpoint.
+  if (givenBase === undefined) {
+    throw new EvalUsageError("which model server? give its chat-completions base URL with -b (e.g. -b http://127.0.0.1:8001/v1 for a local vLLM; -b https://api.openai.com/v1 for OpenAI) or set OPENAI_BASE_URL");
+  }
+  const baseUrl = givenBase.replace(/\/+$/, "");
+  if (!/^https?:\/\//.test(baseUrl)) throw new EvalUsageError(`-b must be an http(s) URL, got ${JSON.stringify(givenBase)}`);
   const keyVar = values["api-key-var"] ?? "OPENAI_API_KEY";
   let n = values["num-examples"] === "-1" ? -1 : int("num-examples", values["num-examples"], 5, 1);
   const r = int("rollouts-per-example", values["rollouts-per-example"], 3, 1);
@@ -237,7 +245,6 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   let envVersion: string | null = null;
   let effectiveSplit: string | undefined = split;
   if (values.url !== undefined) {
-    if (n === -1) throw new EvalUsageError("-n -1 (the whole split) needs the dataset size: only in process, not with --url");
     let origin: string;
     try {
       const u = new URL(values.url);
@@ -257,6 +264,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     try {
       const meta = await remote.metadata(AbortSignal.timeout(30_000));
       envVersion = typeof meta.version === "string" ? meta.version : null;
+      // -n -1: the whole split, as many as the server's /examples counts.
+      if (n === -1) n = await remote.exampleTotal(split, Object.keys(envArgs ?? {}).length ? envArgs : undefined, AbortSignal.timeout(30_000));
     } catch (err) {
       io.stderr.write(`envworker eval: cannot use ${envName} at ${remote.location}: ${(err as Error).message}\n`);
       return 1;
@@ -296,6 +305,12 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     io.stderr.write(`note: ${keyVar} is not set; sending a placeholder API key (fine for local servers)\n`);
   }
   const client = new OpenAI({ baseURL: baseUrl, apiKey: key || "EMPTY", maxRetries: 0 });
+  const why = await unreachable(baseUrl);
+  if (why !== undefined) {
+    io.stderr.write(`envworker eval: cannot reach the model server ${baseUrl}: ${why} (-b sets it)\n`);
+    await sandbox?.dispose();
+    return 1;
+  }
 
   const jobs = planJobs(n, r, { seed, split, args: envArgs });
   const started = io.now();

@@ -44,7 +44,7 @@ export interface EpisodeDriver {
 /** A failed reset/step, from either driver: the wire's error code and message. */
 export class EnvCallError extends Error {
   constructor(
-    readonly operation: "reset" | "step" | "close" | "metadata",
+    readonly operation: "reset" | "step" | "close" | "metadata" | "examples",
     readonly code: string,
     message: string,
     readonly status?: number | undefined,
@@ -175,6 +175,13 @@ export class RemoteDriver implements EpisodeDriver {
 
   async example(): Promise<ExampleDetails | null> {
     return null;
+  }
+
+  /** POST /examples with count 0: how many examples the split has for these args (`total`). */
+  async exampleTotal(split: string | undefined, args: Record<string, unknown> | undefined, signal?: AbortSignal): Promise<number> {
+    const r = (await this.call("examples", "POST", "/examples", { count: 0, ...(split ? { split } : {}), ...(args ? { args } : {}) }, signal)) as { total?: unknown };
+    if (typeof r?.total !== "number") throw new EnvCallError("examples", "NO_TOTAL", `POST ${redactUrl(this.base)}/examples gives no total: the environment generates its examples`);
+    return r.total;
   }
 
   private async call(op: EnvCallError["operation"], method: string, path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {

@@ -127,3 +127,23 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;
   return String(err);
 }
+
+/**
+ * The OpenAI SDK's connection errors say only "Connection error.": name the URL it was sending to
+ * and the cause underneath (refused, not resolving, reset). The error keeps its class, so it is
+ * still classified (and retried) as a connection error.
+ */
+export function explainConnectionError(err: unknown, url: string): unknown {
+  if (!(err instanceof APIConnectionError) || err instanceof APIUserAbortError) return err;
+  let cause: unknown = err.cause;
+  // fetch's TypeError("fetch failed") wraps the system error that says what happened.
+  while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause;
+  const why = cause instanceof Error ? describeCause(cause as NodeJS.ErrnoException) : undefined;
+  err.message = `cannot reach ${url}${why ? `: ${why}` : ` (${err.message})`}`;
+  return err;
+}
+
+function describeCause(err: NodeJS.ErrnoException): string {
+  const code = err.code ? `${err.code}` : "";
+  return err.message && code && !err.message.includes(code) ? `${code} ${err.message}` : err.message || code;
+}

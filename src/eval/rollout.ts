@@ -13,7 +13,7 @@ import type { StepResult } from "../env/episode.ts";
 import type { Action, AssistantMessage, JsonObject, Message, ToolCall } from "../env/messages.ts";
 import type { EpisodeDriver, ResetParams } from "./rollout-drivers.ts";
 import { EnvCallError } from "./rollout-drivers.ts";
-import { classifyModelError, DEFAULT_RETRY, errorMessage, RetriesExhaustedError, withRetry, type RetryPolicy } from "./rollout-retry.ts";
+import { classifyModelError, DEFAULT_RETRY, errorMessage, explainConnectionError, RetriesExhaustedError, withRetry, type RetryPolicy } from "./rollout-retry.ts";
 
 export * from "./rollout-drivers.ts";
 export * from "./rollout-retry.ts";
@@ -261,7 +261,10 @@ async function chat(
   const body: Record<string, unknown> = { ...(sampling ?? {}), model, messages: conversation.map(forModel) };
   if (tools && tools.length > 0) body.tools = tools;
   const completion = await withRetry(
-    () => client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal, maxRetries: 0 }),
+    () =>
+      client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal, maxRetries: 0 }).catch((err: unknown) => {
+        throw explainConnectionError(err, `${String(client.baseURL).replace(/\/+$/, "")}/chat/completions`);
+      }),
     { policy: opts.retry ?? DEFAULT_RETRY, classify: (e) => classifyModelError(e), signal, onRetry },
   );
   const choice = completion?.choices?.[0];

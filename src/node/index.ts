@@ -13,3 +13,17 @@
 export { startServer, type RunningServer, type NodeAppOptions } from "../node.ts";
 export { configFromEnv, type ServerConfig } from "../server/config.ts";
 export { createLogger, logLevelFromEnv, setLogger, type Logger, type LogLevel } from "../server/log.ts";
+// Rollouts against an OpenAI-compatible model, what `envworker eval` is built on (docs/eval.md "From code").
+export {
+  InProcessDriver,
+  planJobs,
+  RemoteDriver,
+  runRollout,
+  runRollouts,
+  type EpisodeDriver,
+  type ModelSettings,
+  type RolloutJob,
+  type RolloutOptions,
+  type RolloutResult,
+  type RunOptions as RolloutRunOptions,
+} from "../eval/rollout.ts";
