@@ -153,10 +153,12 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         steps.forEach((s, i) => expect(s.body.reward).toBe(i % 2 === 0 ? 1 : 0));
       });
 
-      it("ignores reset keys it does not know, as OpenEnv's server does", async () => {
-        const r = await post(`${rt()}/reset`, { seed: 3, some_openenv_kwarg: true });
-        expect(r.status).toBe(200);
-        expect(r.body.observation.info.seed).toBe(3);
+      it("refuses reset keys it does not know, naming them (a typo of seed must not pass as a random seed)", async () => {
+        const r = await post(`${rt()}/reset`, { seed: 3, sede: 3 });
+        expect(r.status).toBe(400);
+        expect(r.body.error.code).toBe("VALIDATION_ERROR");
+        expect(r.body.error.message).toMatch(/^unknown reset key "sede": a reset takes seed, episode_id, index, split, args, example/);
+        expect((await post(`${rt()}/reset`, { seed: 3 })).body.observation.info.seed).toBe(3);
       });
 
       it("scores batches statelessly", async () => {
