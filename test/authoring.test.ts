@@ -82,9 +82,9 @@ describe("maxTurns as a function of the args", () => {
 describe("episode state must be JSON", () => {
   it("names the path and the type, after initialState and after respond, and keeps the episode", async () => {
     captureLog();
-    await expect(startEpisode(dated)).rejects.toMatchObject({ code: "EXECUTION_ERROR", message: "dated: after initialState, state.started: Date is not JSON (episode state must be plain JSON)" });
+    await expect(startEpisode(dated)).rejects.toMatchObject({ code: "EXECUTION_ERROR", message: expect.stringMatching(/^dated: after its initialState, state.started: Date is not JSON \(episode state must be plain JSON/) });
     const e = await startEpisode(badState);
-    await expect(e.step("map")).rejects.toMatchObject({ code: "EXECUTION_ERROR", status: 422, message: expect.stringContaining("after respond, state.seen: Map is not JSON") });
+    await expect(e.step("map")).rejects.toMatchObject({ code: "EXECUTION_ERROR", status: 422, message: expect.stringContaining("after its respond, state.seen: Map is not JSON") });
     await expect(e.step("nan")).rejects.toMatchObject({ message: expect.stringContaining("state.n: NaN is not JSON") });
     expect(e.episode.turn).toBe(0);
     expect((await e.step("fine")).observation.messages).toEqual([{ role: "user", content: "ok" }]);

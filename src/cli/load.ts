@@ -18,7 +18,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
-import type { Environment } from "../env/environment.ts";
+import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
 
 export class SpecError extends Error {}
@@ -118,11 +118,16 @@ interface Context {
 }
 
 async function importModule(url: string, spec: string): Promise<Environment[]> {
+  let envs: Environment[];
   try {
-    return await importEnvironments(url);
+    envs = await importEnvironments(url);
   } catch (err) {
     throw new SpecError(`${spec}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  // An author's module: what would fail every reset (an empty dataset) is said now, not to the first client.
+  const problems = envs.flatMap(datasetProblems);
+  if (problems.length > 0) throw new SpecError(`${spec}: ${problems.join("; ")}`);
+  return envs;
 }
 
 async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<Environment[]> {

@@ -7,6 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { SPECS_HELP, UsageError, environmentsFor } from "./main.ts";
+import { createLogger, logger, setLogger } from "../server/log.ts";
 
 export interface Check {
   name: string;
@@ -192,7 +193,7 @@ function networkMessage(err: unknown): string {
   return cause instanceof Error ? `${err.message} (${(cause as { code?: string }).code ?? cause.message})` : err.message;
 }
 
-export async function validateCommand(argv: string[], out: (line: string) => void = console.log): Promise<number> {
+export async function validateCommand(argv: string[], out: (line: string) => void = console.log, errOut: (text: string) => void = console.error): Promise<number> {
   let values: { url?: string | undefined; action?: string | undefined; help?: boolean | undefined };
   let positionals: string[];
   try {
@@ -213,6 +214,7 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
   let bases: { name: string; base: string }[];
   let fetcher: Fetch = fetch;
   let cleanup = async () => {};
+  let flushLog = () => {};
   if (values.url !== undefined) {
     let url: URL;
     try {
@@ -263,7 +265,17 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
     const { buildNodeApp } = await import("../node.ts");
     const { app, sandboxes } = buildNodeApp(environments);
     fetcher = async (u, init) => app.request(u, init);
+    // The in-process server's log (an environment's errors, with their stacks) is held while an
+    // environment is checked and shown after its PASS/FAIL lines, where it explains them.
+    const previous = logger();
+    const held: string[] = [];
+    setLogger(createLogger(previous.level, (line) => held.push(line)));
+    flushLog = () => {
+      if (held.length > 0) errOut(`  server log:\n${held.map((l) => l.replace(/^/gm, "    ")).join("\n")}`);
+      held.length = 0;
+    };
     cleanup = async () => {
+      setLogger(previous);
       await Promise.all(sandboxes.map((s) => s.dispose()));
     };
     bases = environments.map((e) => ({ name: e.name, base: `http://envworker.local/envs/${e.name}` }));
@@ -276,6 +288,7 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
       if (bad.length) failed++;
       out(`${bad.length === 0 ? "PASS" : "FAIL"} ${name}`);
       for (const c of checks) out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.detail ? `: ${c.detail}` : ""}`);
+      flushLog();
     }
   } finally {
     await cleanup();

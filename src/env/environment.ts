@@ -127,6 +127,32 @@ export function defaultMaxTurns(env: Environment): number | null {
   }
 }
 
+/**
+ * Mistakes of a dataset environment that only show when it is used, found before any client comes:
+ * a split whose dataset gives no examples (or throws) with the default args. Generated
+ * environments, and args without defaults, are not checked. Returns the problems, in the author's terms.
+ */
+export function datasetProblems(env: Environment): string[] {
+  if (!env.spec.dataset) return [];
+  let args: unknown;
+  try {
+    args = env.parseArgs({});
+  } catch {
+    return [];
+  }
+  const problems: string[] = [];
+  for (const split of env.splits) {
+    try {
+      const rows = env.datasetFor(args, split);
+      if (!Array.isArray(rows)) problems.push(`${env.name}: dataset({ split: "${split}" }) must return an array of examples, not ${rows === null ? "null" : typeof rows}`);
+      else if (rows.length === 0) problems.push(`${env.name}: dataset({ split: "${split}" }) gives no examples with the default args`);
+    } catch (err) {
+      problems.push(`${env.name}: dataset({ split: "${split}" }) threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return problems;
+}
+
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 /** Datasets kept per environment, keyed by (split, args). */
 const DATASET_CACHE_SIZE = 16;
@@ -139,6 +165,13 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
   const validTurns = (n: unknown): n is number => Number.isInteger(n) && (n as number) >= 1;
   if (typeof spec.maxTurns !== "function" && !validTurns(spec.maxTurns)) {
     throw new Error(`${spec.name}: maxTurns must be a positive integer or a function of the args`);
+  }
+  // A missing rubric would otherwise surface at the first reward as "spec.rubric is not iterable".
+  if (!Array.isArray(spec.rubric) || spec.rubric.length === 0) {
+    throw new Error(`${spec.name}: give a rubric: rubric: [{ name: "correct", weight: 1, fn: ({ completion, answer }) => ... }] (at least one reward function)`);
+  }
+  for (const [i, r] of spec.rubric.entries()) {
+    if (typeof r?.name !== "string" || typeof r.fn !== "function") throw new Error(`${spec.name}: rubric[${i}] needs a name (string) and fn (a function)`);
   }
   const tools = spec.tools ?? [];
   if (new Set(tools.map((t) => t.name)).size !== tools.length) throw new Error(`${spec.name}: duplicate tool names`);

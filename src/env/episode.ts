@@ -9,6 +9,7 @@ import type { Action, AssistantMessage, EnvMessage, JsonObject, Message } from "
 import { PyRandom } from "../pycompat/random.ts";
 import { randomUint32 } from "./entropy.ts";
 import { findNonJson } from "./json-check.ts";
+import { environmentSource } from "./source.ts";
 import { scoreRubric, type RubricScore } from "./rubric.ts";
 import type { Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
@@ -90,11 +91,15 @@ function envCode<T>(env: Environment, what: string, fn: () => T): T {
 
 /** The environment's state after `what` must be plain JSON (see json-check.ts). */
 function checkState(env: Environment, state: unknown, what: string): void {
+  // The author's function, named where it is: the error is found here, after it returned, so no
+  // stack would lead there.
+  const source = environmentSource(env);
+  const where = source ? ` (${source.startsWith("file:") ? decodeURIComponent(new URL(source).pathname) : source})` : "";
   if (typeof state !== "object" || state === null || Array.isArray(state)) {
-    throw new ApiError("EXECUTION_ERROR", `${env.name}: ${what} must leave state a plain object, not ${Array.isArray(state) ? "an array" : String(state)}`);
+    throw new ApiError("EXECUTION_ERROR", `${env.name}: ${what}${where} must leave state a plain object, not ${Array.isArray(state) ? "an array" : String(state)}`);
   }
   const bad = findNonJson(state, "state");
-  if (bad) throw new ApiError("EXECUTION_ERROR", `${env.name}: after ${what}, ${bad} (episode state must be plain JSON)`);
+  if (bad) throw new ApiError("EXECUTION_ERROR", `${env.name}: after its ${what}${where}, ${bad} (episode state must be plain JSON: numbers, strings, booleans, null, arrays and plain objects)`);
 }
 
 /** Default cap on an episode's conversation, in characters of message content. */
@@ -152,8 +157,18 @@ function pickExample(env: Environment, args: unknown, split: string, seed: numbe
   const rng = new PyRandom(seed);
   const rows = envCode(env, "dataset", () => env.datasetFor(args, split));
   if (rows) {
-    // Arguments can filter a dataset down to nothing: the client's input, so a 400.
-    if (rows.length === 0) throw new ApiError("VALIDATION_ERROR", `no ${split} examples of ${env.name} match these args`);
+    if (rows.length === 0) {
+      // With the default args an empty dataset is the environment's own mistake; with the client's
+      // args, the args filtered it down to nothing: the client's input, so a 400.
+      let defaults = false;
+      try {
+        defaults = JSON.stringify(env.parseArgs({})) === JSON.stringify(args);
+      } catch {
+        // args without defaults: the client chose them
+      }
+      if (defaults) throw new ApiError("EXECUTION_ERROR", `${env.name}: its dataset gives no ${split} examples with the default args (the environment's dataset(), not this request)`);
+      throw new ApiError("VALIDATION_ERROR", `no ${split} examples of ${env.name} match these args`);
+    }
     if (index !== undefined && index >= rows.length) {
       throw new ApiError("VALIDATION_ERROR", `index ${index} is out of range: the ${split} split has ${rows.length} examples`);
     }

@@ -24,7 +24,9 @@ export function logEnvironmentError(envName: string, episodeId: string | undefin
   if (!ours && api?.cause === undefined) return;
   const message = err instanceof Error ? err.message : String(err);
   const fields = { env: envName, episode: episodeId };
-  const stack = api?.cause !== undefined ? api.cause : err;
+  // An EXECUTION_ERROR without a cause is a check of what the environment returned (its state not
+  // JSON): its message names the author's function; our own stack would only point into the engine.
+  const stack = api?.cause !== undefined ? api.cause : api?.code === "EXECUTION_ERROR" ? undefined : err;
   if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
   else logger().warn(`${what} refused: ${message}`, fields, stack);
 }
