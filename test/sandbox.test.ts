@@ -46,6 +46,14 @@ describe.each(BACKENDS)("sandbox basics: $name", (backend) => {
     expect((await run("async function main() { await null; return 'async'; } main()")).result).toBe("async");
     const tla = await run("const v = await Promise.resolve(5); console.log('v', v); return v * 2;");
     expect(tla).toMatchObject({ ok: true, result: 10, stdout: "v 5\n" });
+    // Top-level await without return: the last expression's value, as a script gives (issue 24).
+    expect((await run("const r = await Promise.resolve({ x: 41 }); r.x + 1")).result).toBe(42);
+    expect((await run("const a = await Promise.resolve([3, 1, 2]);\na.sort()\n  .map((x) => x * 2);\n// done")).result).toEqual([2, 4, 6]);
+    expect((await run("const f = (x) => x + 1;\nawait null;\nf\n(1)")).result).toBe(2); // one call, not `return (1)`
+    expect((await run("await null; 'a;b'.length")).result).toBe(3);
+    // Ending with a declaration or a loop: nothing to give (the value it returns, none).
+    expect((await run("const z = await Promise.resolve(1);")).result).toBeNull();
+    expect((await run("await null; for (let i = 0; i < 2; i++) {}")).result).toBeNull();
     // A thenable that is not a Promise is awaited too.
     expect((await run("({ then(resolve) { resolve('thenable'); } })")).result).toBe("thenable");
   });
@@ -332,6 +340,16 @@ describe("envworker run-code", () => {
       encoding: "utf8",
       cwd: resolve(import.meta.dirname, ".."),
     });
+
+  it("TypeScript without --ts: the SyntaxError comes with a hint at --ts; plain JavaScript mistakes do not", () => {
+    const ts = runCodeProcess(["--backend", "quickjs"], "const n: number = 6; n * 7");
+    expect(ts.status).toBe(1);
+    expect(JSON.parse(ts.stdout).error.name).toBe("SyntaxError");
+    expect(ts.stderr).toContain("envworker run-code: hint: this looks like TypeScript (it parses once its types are stripped): add --ts, or name the file .ts");
+    const js = runCodeProcess(["--backend", "quickjs"], "const n = 6; n *");
+    expect(js.status).toBe(1);
+    expect(js.stderr).not.toContain("hint");
+  });
 
   it("reads code from stdin in a real process (isolated-vm; a failed run exits 1)", () => {
     const child = runCodeProcess(["--timeout-ms", "200"], "console.log('in'); while (true) {}");

@@ -7,6 +7,8 @@
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { createSandbox, resolveLimits, SANDBOX_KINDS, sandboxKindFromEnv, type SandboxKind } from "../sandbox/index.ts";
+import { stripTypes } from "../sandbox/typescript.ts";
+import type { RunResult } from "../sandbox/types.ts";
 
 export const RUN_CODE_USAGE = `usage: envworker run-code [--lang javascript|python] [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]
 
@@ -114,10 +116,23 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
   try {
     const result = await sandbox.run(code, { ...(lang === "python" ? {} : { ts }), ...(stdin !== undefined ? { stdin } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(memoryMb ? { memoryMb } : {}) });
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    if (lang === "javascript" && !ts && looksLikeTypeScript(code, result)) {
+      console.error("envworker run-code: hint: this looks like TypeScript (it parses once its types are stripped): add --ts, or name the file .ts");
+    }
     return result.ok ? 0 : 1;
   } finally {
     await sandbox.dispose();
   }
+}
+
+/**
+ * A SyntaxError from JavaScript whose code changes, and no longer fails the same way, once types
+ * are stripped: TypeScript run without --ts.
+ */
+function looksLikeTypeScript(code: string, result: RunResult): boolean {
+  if (result.ok || result.error?.name !== "SyntaxError") return false;
+  const stripped = stripTypes(code);
+  return stripped.ok && stripped.code.trim() !== code.trim();
 }
 
 /** One interpreter, loaded only when asked for (Pyodide takes ~2.5 s to start). */

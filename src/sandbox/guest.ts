@@ -258,3 +258,34 @@ return function ctl(op, a, b) {
 export function wrapAsync(source: string): string {
   return `(async () => {\n${source}\n})()`;
 }
+
+/** Statement boundaries tried for the last expression, nearest the end: a bound on compiles per run. */
+const LAST_EXPRESSION_TRIES = 24;
+
+/**
+ * Async-wrapped variants of `source` whose last expression statement is `return`ed, so code with a
+ * top-level `await` gives its last expression's value as a script would (`const r = await f(); r.x`
+ * → r.x). Each candidate cuts the source at a line or `;` boundary and returns everything after it
+ * as one expression; the caller keeps the first candidate that compiles (the cut is then at a real
+ * statement boundary and the rest is a single expression). Longest tail first, so `f\n(x)` stays
+ * a call. Without a candidate that compiles (the code ends with a declaration, a loop, a `return`),
+ * the plain wrapper applies and the result is what the code returns.
+ */
+export function lastExpressionCandidates(source: string): string[] {
+  // Trailing semicolons, blank lines and whole-line comments end no expression.
+  let body = source;
+  for (let prev = ""; prev !== body; ) {
+    prev = body;
+    body = body.replace(/[\s;]+$/, "").replace(/(^|\n)[ \t]*\/\/[^\n]*$/, "");
+  }
+  const cuts: number[] = [];
+  for (let i = body.length - 1; i >= 0 && cuts.length < LAST_EXPRESSION_TRIES; i--) {
+    if (body[i] === "\n" || body[i] === ";") cuts.push(i + 1);
+  }
+  cuts.push(0);
+  // Longest tail first: the earliest cut among those tried.
+  return [...new Set(cuts)]
+    .sort((a, b) => a - b)
+    .filter((cut) => body.slice(cut).trim() !== "")
+    .map((cut) => wrapAsync(`${body.slice(0, cut)}\nreturn (\n${body.slice(cut)}\n);`));
+}

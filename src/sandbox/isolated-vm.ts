@@ -9,7 +9,7 @@
  */
 import { availableParallelism } from "node:os";
 import type ivm from "isolated-vm";
-import { wrapAsync } from "./guest.ts";
+import { lastExpressionCandidates, wrapAsync } from "./guest.ts";
 import { IsolatePool, type PooledIsolate } from "./isolate-pool.ts";
 import { Limiter } from "./limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
@@ -167,7 +167,10 @@ async function chooseSource(isolate: ivm.Isolate, source: string): Promise<{ sou
   const scriptError = await compileError(isolate, source);
   if (scriptError === undefined) return { source };
   const wrapped = wrapAsync(source);
-  if ((await compileError(isolate, wrapped)) === undefined) return { source: wrapped };
+  if ((await compileError(isolate, wrapped)) === undefined) {
+    for (const candidate of lastExpressionCandidates(source)) if ((await compileError(isolate, candidate)) === undefined) return { source: candidate };
+    return { source: wrapped };
+  }
   return { compileError: scriptError };
 }
 

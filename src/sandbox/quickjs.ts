@@ -24,7 +24,7 @@ import {
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
 import { createDeadline, defaultClock, type Deadline, type DeadlineStrategy } from "./deadline.ts";
-import { GUEST_PRELUDE, wrapAsync } from "./guest.ts";
+import { GUEST_PRELUDE, lastExpressionCandidates, wrapAsync } from "./guest.ts";
 import { Limiter } from "./limiter.ts";
 import { errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
 import { isCloudflareWorkers } from "./platform.ts";
@@ -275,6 +275,11 @@ function chooseSource(ctx: QuickJSContext, source: string): { source: string } |
   const asAsync = compileError(ctx, wrapped);
   if (!asAsync) {
     asScript.dispose();
+    for (const candidate of lastExpressionCandidates(source)) {
+      const error = compileError(ctx, candidate);
+      if (!error) return { source: candidate };
+      error.dispose();
+    }
     return { source: wrapped };
   }
   asAsync.dispose();
