@@ -56,7 +56,27 @@ def pieces(url: str, env: str, examples: int, generations: int) -> Dict[str, Any
     raise SystemExit(f"--env must be wordle or math-tools, not {env!r}")
 
 
+INSTALL = "pip install trl transformers torch datasets jmespath  # TRL >= 1.13"
+
+
+def require_training_packages() -> None:
+    """Training needs TRL and its companions: say how to install them, not a traceback."""
+    missing = []
+    for name in ("trl", "transformers", "torch", "datasets", "jmespath"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise SystemExit(
+            f"trl_grpo.py: training needs {', '.join(missing)}, not installed here. Install with:\n"
+            f"    {INSTALL}\n"
+            "or try the pieces without TRL: python3 examples/python/trl_grpo.py --check --env math-tools"
+        )
+
+
 def train(args: argparse.Namespace) -> None:
+    require_training_packages()
     from trl import GRPOConfig, GRPOTrainer  # type: ignore[import-not-found]
 
     p = pieces(args.url, args.env, args.examples, args.generations)

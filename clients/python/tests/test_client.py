@@ -193,6 +193,11 @@ class EpisodeTests(ServerTestCase):
         self.assertError(cm.exception, 404, "UNKNOWN_ENV")
 
         with EnvClient(self.url, "reverse-text") as env:
+            # bad args: str(err) names the offending key (not only .details)
+            with self.assertRaises(EnvworkerError) as cm:
+                env.reset(args={"max_wordz": 3})
+            self.assertError(cm.exception, 400, "VALIDATION_ERROR")
+            self.assertRegex(str(cm.exception), r"^400 VALIDATION_ERROR: invalid args for reverse-text \(.*max_wordz")
             # no episode yet: a usage error, not a request
             with self.assertRaises(RuntimeError):
                 env.step("x")
