@@ -113,6 +113,19 @@ describe("durable objects", () => {
   });
 });
 
+describe("Node-only environments on Workers", () => {
+  it("py-code and math-tools-python are absent from /envs, and a request for one says they are Node only", async () => {
+    const names = (await get(`${server.url}/envs`)).body.envs.map((e: { name: string }) => e.name);
+    expect(names).not.toContain("py-code");
+    for (const name of ["py-code", "math-tools-python"]) {
+      const r = await post(`${server.url}/envs/${name}/reset`, {});
+      expect(r.status).toBe(404);
+      expect(r.body.error).toEqual({ code: "UNKNOWN_ENV", message: `"${name}" is not served here: it runs Python (Pyodide), which does not fit a Worker: Node only (envworker serve)` });
+    }
+    expect((await post(`${server.url}/envs/nope/reset`, {})).body.error.message).toBe('unknown environment "nope"; GET /envs lists them');
+  });
+});
+
 describe("code execution in workerd (QuickJS from the imported wasm, interrupt-call budget)", () => {
   const FIZZ = TASKS.findIndex((t) => t.id === "fizzbuzz");
   const GOLD = REFERENCE.fizzbuzz!.code;

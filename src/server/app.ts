@@ -26,6 +26,8 @@ import { logger, redactPath } from "./log.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
+  /** Environments this platform cannot serve, by name, with why (py-code on Workers): named in UNKNOWN_ENV. */
+  unavailable?: Readonly<Record<string, string>> | undefined;
   host: EpisodeHost;
   /**
    * The platform's handler for `GET /envs/{name}/ws` (the environment is in `c.get("env")`).
@@ -125,7 +127,11 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   const b = "/envs/:name";
   app.use(`${b}/*`, async (c, next) => {
     const env = envs.get(c.req.param("name") ?? "");
-    if (!env) throw new ApiError("UNKNOWN_ENV", `unknown environment ${JSON.stringify(c.req.param("name"))}; GET /envs lists them`);
+    if (!env) {
+      const name = c.req.param("name") ?? "";
+      const why = Object.hasOwn(opts.unavailable ?? {}, name) ? opts.unavailable![name] : undefined;
+      throw new ApiError("UNKNOWN_ENV", why ? `${JSON.stringify(name)} is not served here: ${why}` : `unknown environment ${JSON.stringify(name)}; GET /envs lists them`);
+    }
     c.set("env", env);
     await next();
   });

@@ -33,8 +33,13 @@ export interface EnvworkerWorker {
 
 export type { WorkerBindings };
 
+export interface CreateWorkerOptions {
+  /** Environments left out of this Worker, by name, with why: a request for one says so (UNKNOWN_ENV). */
+  unavailable?: Readonly<Record<string, string>>;
+}
+
 /** A Worker and its Durable Object class serving `environments`. */
-export function createWorker(environments: readonly Environment[]): EnvworkerWorker {
+export function createWorker(environments: readonly Environment[], options: CreateWorkerOptions = {}): EnvworkerWorker {
   if (environments.length === 0) throw new Error("createWorker: give at least one environment");
   const names = new Set<string>();
   for (const e of environments) {
@@ -53,6 +58,7 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
     const config = configFromEnv(vars);
     app = createApp({
       envs: environments,
+      unavailable: options.unavailable,
       host: new DurableObjectEpisodeHost(() => bindings!),
       maxBodyBytes: config.maxBodyBytes,
       services: { sandbox: workersSandbox() },

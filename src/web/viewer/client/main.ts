@@ -58,7 +58,9 @@ function config(spec: ChartSpec): ChartConfiguration {
       animation: false,
       maintainAspectRatio: false,
       plugins: { legend: { display: false } },
-      scales,
+      // Every bin keeps its label (Chart.js would drop every other one where "−0.6 – −0.4" does
+      // not fit): tilted instead when they are too wide to stand side by side.
+      scales: { ...scales, x: { ...scales.x, ticks: { ...scales.x.ticks, autoSkip: false, maxRotation: 60 } } },
       onHover: (e, active) => {
         const target = e.native?.target as HTMLElement | undefined;
         if (target && spec.edges) target.style.cursor = active.length ? "pointer" : "default";
