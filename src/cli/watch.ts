@@ -41,7 +41,8 @@ export function superviseServe(serveArgs: readonly string[], files: readonly str
   const restarting = new WeakSet<ChildProcess>();
 
   const start = () => {
-    const c = spawn(process.execPath, command, { stdio: "inherit" });
+    // The IPC channel ties the server to this supervisor: it stops when the supervisor goes (bin/envworker.js).
+    const c = spawn(process.execPath, command, { stdio: ["inherit", "inherit", "inherit", "ipc"], env: { ...process.env, ENVWORKER_SHIM_PARENT: "1" } });
     child = c;
     c.once("exit", (code, signal) => {
       if (child === c) child = undefined;
