@@ -10,11 +10,13 @@ import { connect } from "node:net";
 import WebSocket from "ws";
 import { resolve } from "node:path";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
+import { FRAGMENT_OVERHEAD } from "../src/node/ws-arriving.ts";
 
 const BUDGET_MB = 64;
 const FLOOD = resolve(import.meta.dirname, "helpers/ws-flood.mjs");
 const SLOW_SENDERS = resolve(import.meta.dirname, "helpers/slow-senders.mjs");
 const NO_READERS = resolve(import.meta.dirname, "helpers/no-readers.mjs");
+const ONE_BYTE_PIECES = resolve(import.meta.dirname, "helpers/one-byte-pieces.mjs");
 let server: LiveServer;
 
 beforeAll(async () => {
@@ -192,6 +194,48 @@ describe("memory a client can make the server keep", () => {
     expect(outcome.result.waiting).toBeLessThanOrEqual(smallShareHolds);
     expect(outcome.result.answers).toEqual({ "close 1013": 300 - outcome.result.waiting });
     expectServed("300 WebSockets × most of a 60 KB frame", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+  }, 180_000);
+
+  /** `node one-byte-pieces.mjs MODE ...` (see there), holding 3 s: how many are still waiting, how the rest were answered. */
+  const oneBytePieces = async (mode: "chunked" | "fragments", count: number, pieces: number) => {
+    const child = spawn(process.execPath, [ONE_BYTE_PIECES, mode, server.url, String(count), String(pieces), "3000"], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise((r) => child.once("exit", r));
+    expect(code).toBe(0);
+    return JSON.parse(out) as { waiting: number; answers: Record<string, number> };
+  };
+
+  it("8 clients each sending a 256 KB body in one-byte chunks, unfinished: refused 400 after a few KiB, RSS bounded, others served", async () => {
+    // Before, each chunk was kept as a Buffer of its own (~340 bytes of memory per byte of body)
+    // while only its byte was counted: these 8 held +688 MiB, and a probe waited 1.6 s.
+    const outcome = await underAttack(server, () => oneBytePieces("chunked", 8, 262_144), { minProbes: 3 });
+    console.log(`[hostile] 8 bodies in one-byte chunks: ${JSON.stringify(outcome.result)}`);
+    expectServed("8 bodies of 256 KB in one-byte chunks", outcome, { maxRssGrowthMiB: 128 });
+    // Copied into one buffer as they come, and refused once in more than 1,024 tiny pieces.
+    expect(outcome.result).toEqual({ waiting: 0, answers: { "HTTP/1.1 400 Bad Request": 8 } });
+  }, 180_000);
+
+  it("150 WebSockets each sending a message in 16,000 one-byte fragments, unfinished: closed, RSS bounded, others served", async () => {
+    // Before, each fragment was a Buffer of ~130 bytes while its 7 bytes on the wire were counted,
+    // and ws took 16,384 of them: 200 such sockets held +340 MiB.
+    const outcome = await underAttack(server, () => oneBytePieces("fragments", 150, 16_000), { minProbes: 3 });
+    console.log(`[hostile] 150 messages in 16,000 one-byte fragments: ${JSON.stringify(outcome.result)}`);
+    expectServed("150 messages in 16,000 one-byte fragments", outcome, { maxRssGrowthMiB: 160 });
+    // Past 1,024 fragments ws closes the socket 1008; sockets whose fragments do not fit the share before that, 1013.
+    expect(outcome.result.waiting).toBe(0);
+    expect(Object.keys(outcome.result.answers).every((a) => a === "close 1008" || a === "close 1013")).toBe(true);
+  }, 180_000);
+
+  it("400 WebSockets each holding a message of 1,000 one-byte fragments: held at what ws keeps for them, within the share", async () => {
+    const outcome = await underAttack(server, () => oneBytePieces("fragments", 400, 1_000), { minProbes: 3 });
+    console.log(`[hostile] 400 messages of 1,000 one-byte fragments: ${JSON.stringify(outcome.result)}`);
+    // Each holds at least 1,000 × (7 + FRAGMENT_OVERHEAD) bytes: the bodies' share (16 MiB) holds
+    // ~124 of them. Counted at 7 bytes a fragment, as before, all 400 were held.
+    expect(outcome.result.waiting).toBeGreaterThan(0);
+    expect(outcome.result.waiting).toBeLessThanOrEqual(Math.floor((BUDGET_MB * 2 ** 20) / 4 / (1000 * (7 + FRAGMENT_OVERHEAD))));
+    expect(outcome.result.answers).toEqual({ "close 1013": 400 - outcome.result.waiting });
+    expectServed("400 messages of 1,000 one-byte fragments", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
   }, 180_000);
 
   /** A 60 KB reset body written in two pieces, the second after the first was sent: the raw answer. */
