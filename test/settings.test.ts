@@ -14,6 +14,7 @@ import { rawRequest } from "./helpers/raw-http.ts";
 import { freePort, spawnServe } from "./helpers/serve-process.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { readmeSettings } from "./helpers/readme.ts";
+import { postFrom } from "./helpers/http.ts";
 
 const DOCUMENTED = readmeSettings().flatMap((r) => r.names);
 
@@ -29,8 +30,9 @@ function setting(names: string[], title: string, fn: () => Promise<void>, timeou
 // Live servers, one per group of settings that do not disturb each other.
 
 const LIMITS = { ENVWORKER_MAX_BODY_BYTES: "4096", ENVWORKER_MAX_WS_MESSAGE_BYTES: "2048", ENVWORKER_MAX_STEPS: "2", ENVWORKER_MAX_EPISODE_CHARS: "3000" };
-const SESSIONS = { ENVWORKER_MAX_EPISODES: "2", ENVWORKER_IDLE_TIMEOUT_S: "3", ENVWORKER_TOKEN: "settings-token" };
-const CODE = { ENVWORKER_ENV_TIMEOUT_S: "5", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_MAX_MEMORY_MB: "1" };
+// Every client may hold all of the episodes and of the budget on these two (ENVWORKER_CLIENT_SHARE has its own server).
+const SESSIONS = { ENVWORKER_MAX_EPISODES: "2", ENVWORKER_IDLE_TIMEOUT_S: "3", ENVWORKER_TOKEN: "settings-token", ENVWORKER_CLIENT_SHARE: "100" };
+const CODE = { ENVWORKER_ENV_TIMEOUT_S: "5", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_MAX_MEMORY_MB: "1", ENVWORKER_CLIENT_SHARE: "100" };
 
 let limits: LiveServer;
 let sessions: LiveServer;
@@ -215,6 +217,17 @@ describe("settings through the real environment variables (envworker serve)", ()
       await intervals(limits);
       const [p, q] = (await intervals(limits)).sort((m, n) => m[0] - n[0]);
       expect(q![0], "two at once: the second starts before the first ended").toBeLessThan(p![1]);
+    }
+  });
+
+  setting(["ENVWORKER_CLIENT_SHARE"], "one client (an address) may hold that percentage of the episodes (and of the memory budget); past it, 429 for that client while another is served", async () => {
+    const own = await startLiveServer({ ENVWORKER_MAX_EPISODES: "4", ENVWORKER_CLIENT_SHARE: "50" });
+    try {
+      const reset = (from: string) => postFrom(from, `${own.url}/envs/reverse-text/reset`, {}).then((r) => r.status);
+      expect([await reset("127.0.0.1"), await reset("127.0.0.1"), await reset("127.0.0.1")]).toEqual([200, 200, 429]);
+      expect([await reset("127.0.0.2"), await reset("127.0.0.2"), await reset("127.0.0.3")]).toEqual([200, 200, 429]); // 4 in all
+    } finally {
+      await own.stop();
     }
   });
 

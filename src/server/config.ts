@@ -21,6 +21,11 @@ export interface ServerConfig {
   /** Memory the server keeps for clients (stored episodes, queued WebSocket messages) at most. */
   maxMemoryBytes: number;
   /**
+   * The part (0–1] of the memory budget, of the open episodes and of the parsed requests' share one
+   * client may hold (ENVWORKER_CLIENT_SHARE, a percentage; client-id.ts says who a client is).
+   */
+  clientShare: number;
+  /**
    * Environment threads kept running (undefined: one per CPU). 0: none, environment code runs on
    * the event loop, without deadlines (for environments one trusts, where CPU per call matters).
    */
@@ -33,6 +38,15 @@ export interface ServerConfig {
  * is kept) and everything else the process holds.
  */
 export const DEFAULT_MAX_MEMORY_MB = 1024;
+
+/** Default share of one client, percent: four clients filling theirs fill the server. */
+export const DEFAULT_CLIENT_SHARE_PCT = 25;
+
+function percent(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const n = int(env, name, fallback);
+  if (n < 1 || n > 100) throw new Error(`${name} must be a percentage from 1 to 100, got ${JSON.stringify(env[name])}`);
+  return n;
+}
 
 function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name];
@@ -57,6 +71,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
+    clientShare: percent(env, "ENVWORKER_CLIENT_SHARE", DEFAULT_CLIENT_SHARE_PCT) / 100,
     envThreads: env.ENVWORKER_ENV_THREADS ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
   };
 }

@@ -47,6 +47,8 @@ export interface WsSessionOptions {
   services?: Services;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
+  /** Who the client is (client-id.ts): its episodes are kept in its share. */
+  client?: string | undefined;
 }
 
 export class WsSession {
@@ -107,7 +109,7 @@ export class WsSession {
         const req = ResetRequestSchema.safeParse(m.data ?? {});
         if (!req.success) throw new ApiError("VALIDATION_ERROR", "invalid reset data", zodIssues(req.error));
         await this.dispose();
-        const result = await this.host.reset(this.env, req.data);
+        const result = await this.host.reset(this.env, req.data, this.opts.client);
         this.episodeId = result.episode_id;
         return { reply: { type: "observation", data: result } };
       }
