@@ -11,12 +11,15 @@ import WebSocket from "ws";
 import { resolve } from "node:path";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
 import { FRAGMENT_OVERHEAD } from "../src/node/ws-arriving.ts";
+import { MAX_STATELESS_PER_CLIENT } from "../src/server/app.ts";
+import { postFrom } from "./helpers/http.ts";
 
 const BUDGET_MB = 64;
 const FLOOD = resolve(import.meta.dirname, "helpers/ws-flood.mjs");
 const SLOW_SENDERS = resolve(import.meta.dirname, "helpers/slow-senders.mjs");
 const NO_READERS = resolve(import.meta.dirname, "helpers/no-readers.mjs");
 const ONE_BYTE_PIECES = resolve(import.meta.dirname, "helpers/one-byte-pieces.mjs");
+const SCORE_FLOOD = resolve(import.meta.dirname, "helpers/score-flood.mjs");
 let server: LiveServer;
 
 beforeAll(async () => {
@@ -34,7 +37,7 @@ const json = (path: string, body: unknown) =>
   }));
 
 describe("memory a client can make the server keep", () => {
-  it("990,000-character episodes, repeated: 503 OVERLOADED once the budget is used, RSS bounded, nothing lost", async () => {
+  it("990,000-character episodes, repeated: 503 OVERLOADED once the client's share of the budget is used, RSS bounded, nothing lost", async () => {
     const rssBefore = server.rssKiB();
     const kept: string[] = [];
     let refused: Awaited<ReturnType<typeof json>> | undefined;
@@ -52,8 +55,10 @@ describe("memory a client can make the server keep", () => {
     expect(refused?.status).toBe(503);
     expect(refused?.retryAfter).toBe("5");
     expect(refused?.body.error.code).toBe("OVERLOADED");
-    expect(kept.length).toBeGreaterThan(10);
-    expect(kept.length).toBeLessThan(40);
+    // A client may keep a quarter of the budget (ENVWORKER_CLIENT_SHARE): ~7 of these; the budget as a whole holds ~30.
+    expect(refused?.body.error.message).toMatch(/this client's share/);
+    expect(kept.length).toBeGreaterThan(4);
+    expect(kept.length).toBeLessThan(10);
     const growthMiB = (server.rssKiB() - rssBefore) / 1024;
     console.log(`[hostile] 990k-character episodes: ${kept.length} kept, then 503; RSS +${growthMiB.toFixed(0)} MiB`);
     expect(server.alive()).toBe(true);
@@ -236,6 +241,51 @@ describe("memory a client can make the server keep", () => {
     expect(outcome.result.waiting).toBeLessThanOrEqual(Math.floor((BUDGET_MB * 2 ** 20) / 4 / (1000 * (7 + FRAGMENT_OVERHEAD))));
     expect(outcome.result.answers).toEqual({ "close 1013": 400 - outcome.result.waiting });
     expectServed("400 messages of 1,000 one-byte fragments", outcome, { maxRssGrowthMiB: BUDGET_MB * 4 });
+  }, 180_000);
+
+  it("another client (127.0.0.2) filling its share with 990,000-character episodes: its next are refused, everyone else's resets are served", async () => {
+    // Before, one client's episodes filled the whole budget, and every other client's reset got
+    // 503 until they expired (~1,000 episodes of ~1 MB under the default budget).
+    const base = `${server.url}/envs/reverse-text`;
+    const kept: string[] = [];
+    const outcome = await underAttack(server, async () => {
+      for (let i = 0; i < 60; i++) {
+        const r = await postFrom("127.0.0.2", `${base}/reset`, { seed: i });
+        if (r.status !== 200) return r;
+        const s = await postFrom("127.0.0.2", `${base}/step`, { episode_id: r.body.episode_id, action: { content: "y".repeat(990_000) } });
+        if (s.status !== 200) return s;
+        kept.push(r.body.episode_id);
+      }
+      return undefined;
+    }, { minProbes: 5 });
+    console.log(`[hostile] one client's 990k-character episodes: ${kept.length} kept, then ${outcome.result?.status}`);
+    expectServed("another client filling its share", outcome, { minProbes: 5, maxRssGrowthMiB: BUDGET_MB * 4 });
+    expect(outcome.result?.status).toBe(503);
+    expect(outcome.result?.body.error.message).toMatch(/this client's share/);
+    expect(kept.length).toBeLessThan(10); // a quarter of 64 MiB, at ~2 MB counted each
+    // Still theirs, and closing them gives the share back.
+    for (const id of kept) expect((await postFrom("127.0.0.2", `${base}/close`, { episode_id: id })).status).toBe(200);
+    expect((await postFrom("127.0.0.2", `${base}/reset`, {})).status).toBe(200);
+  }, 180_000);
+
+  it("60 connections of one client each sending a 1 MiB js-code /score of 1,024 never-ending items: a few in progress, held in the client's share, the rest 503 unparsed, others served", async () => {
+    // Before, every such request was parsed (stalling the loop) and kept until its work was done,
+    // counted nowhere: 600 held +1.45 GB; 2,000 held 4.4 GB, still 30 s after the attackers left.
+    const small = { items: [{ completion: "```js\nconsole.log(1)\n```", answer: "fizzbuzz" }] };
+    const outcome = await underAttack(server, async () => {
+      const child = spawn(process.execPath, [SCORE_FLOOD, server.url, "60", "6000", "127.0.0.2"], { stdio: ["ignore", "pipe", "inherit"] });
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      const code = await new Promise((r) => child.once("exit", r));
+      expect(code).toBe(0);
+      return JSON.parse(out) as { waiting: number; answers: Record<string, number> };
+    }, { minProbes: 3, warmUp: () => postFrom("127.0.0.1", `${server.url}/envs/js-code/score`, small) });
+    console.log(`[hostile] 60 × 1 MiB js-code /score: ${JSON.stringify(outcome.result)}`);
+    expectServed("60 × 1 MiB js-code /score from one client", outcome, { maxRssGrowthMiB: 160 });
+    expect(outcome.result.waiting).toBeLessThanOrEqual(MAX_STATELESS_PER_CLIENT);
+    expect(outcome.result.answers).toEqual({ "HTTP/1.1 503 Service Unavailable": 60 - outcome.result.waiting });
+    // Gone, their work is cancelled and the client is served again.
+    await expect.poll(async () => (await postFrom("127.0.0.2", `${server.url}/envs/js-code/score`, small)).status, { timeout: 60_000, interval: 1000 }).toBe(200);
   }, 180_000);
 
   /** A 60 KB reset body written in two pieces, the second after the first was sent: the raw answer. */

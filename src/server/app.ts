@@ -182,6 +182,8 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     const client = clientOf(c);
     const n = inProgress.get(client) ?? 0;
     if (n >= MAX_STATELESS_PER_CLIENT) {
+      // Its body (up to ENVWORKER_MAX_BODY_BYTES) is not read: the connection is closed after the answer.
+      c.header("connection", "close");
       throw new ApiError("OVERLOADED", `this client has ${n} requests to /score, /examples or /mcp in progress: wait for their answers`, { retry_after_s: OVERLOADED_RETRY_AFTER_S });
     }
     inProgress.set(client, n + 1);
