@@ -5,7 +5,9 @@
  *   node one-byte-pieces.mjs chunked|fragments ORIGIN COUNT PIECES HOLD_MS
  * After HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}}: how many were still
  * waiting (their pieces held by the server) and how the others were answered (an HTTP status
- * line, or "close CODE"), then closes every connection.
+ * line, or "close CODE"), then closes every connection. A WebSocket sends a ping after its
+ * fragments: one still waiting whose pong came back is "held" (the server has parsed all of its
+ * fragments, and holds them); the others still waiting were not read that far yet.
  */
 import { connect } from "node:net";
 import WebSocket from "ws";
@@ -14,6 +16,7 @@ const [mode, origin, count, pieces, holdMs] = [process.argv[2], process.argv[3],
 const { hostname, port } = new URL(origin);
 const outcomes = [];
 const closers = [];
+let held = 0;
 
 /** `{"seed":1,"pad":"xxx…"}` without its closing `"}`: PIECES bytes, each its own chunk ("1\r\nX\r\n"). */
 function chunkedBody() {
@@ -52,7 +55,11 @@ for (let i = 0; i < count; i++) {
         closers.push(() => sock.destroy());
       } else {
         const ws = new WebSocket(`${origin.replace("http", "ws")}/envs/reverse-text/ws`);
-        ws.on("open", () => ws._socket.write(wire));
+        // A masked ping (key 0, no payload) after the fragments: its pong says they were all parsed.
+        ws.on("open", () => ws._socket.write(Buffer.concat([wire, Buffer.from([0x89, 0x80, 0, 0, 0, 0])])));
+        ws.on("pong", () => (held += 1));
+        ws.on("close", () => (held -= ws.pongSeen ? 1 : 0));
+        ws.once("pong", () => (ws.pongSeen = true));
         ws.on("close", (code) => done(`close ${code}`));
         ws.on("error", () => done("error"));
         closers.push(() => ws.terminate());
@@ -64,6 +71,6 @@ for (let i = 0; i < count; i++) {
 const results = await Promise.all(outcomes);
 const answers = {};
 for (const r of results.filter((r) => r !== "waiting")) answers[r] = (answers[r] ?? 0) + 1;
-console.log(JSON.stringify({ waiting: results.filter((r) => r === "waiting").length, answers }));
+console.log(JSON.stringify({ waiting: results.filter((r) => r === "waiting").length, ...(mode === "fragments" ? { held } : {}), answers }));
 for (const close of closers) close();
 setTimeout(() => process.exit(0), 100);
