@@ -112,3 +112,21 @@ describe("a client's stateless requests", () => {
     expect(budget.requestBytes).toBe(0);
   });
 });
+
+describe("a client at its share over a WebSocket", () => {
+  it("still has its small messages (a step, a close) handled; a large one is refused in its share", async () => {
+    const { wsHandlers } = await import("../src/server/app.ts");
+    const budget = new MemoryBudget(1000 * 1024, () => 300 * 1024, { clientShare: 0.25, storedBy: (c) => (c === "a" ? 300 * 1024 : 0) }); // "a" is past its 250 KiB
+    const handled: string[] = [];
+    const session = { handle: async (text: string) => (handled.push(text), { reply: { type: "observation" as const, data: {} } }), dispose: async () => undefined };
+    const sent: string[] = [];
+    const ws = { readyState: 1, send: (t: string) => sent.push(t), close: () => undefined, raw: undefined };
+    const on = wsHandlers(session as never, budget, 2 << 20, "a");
+    on.onMessage(new MessageEvent("message", { data: JSON.stringify({ type: "close" }) }), ws as never);
+    on.onMessage(new MessageEvent("message", { data: JSON.stringify({ type: "step", data: { content: "x".repeat(70_000) } }) }), ws as never);
+    await expect.poll(() => sent.length).toBe(2);
+    expect(handled).toEqual([JSON.stringify({ type: "close" })]);
+    expect(JSON.parse(sent[0]!)).toMatchObject({ type: "error", data: { reason: "OVERLOADED", message: expect.stringMatching(/this client's share/) } });
+    expect(budget.usedBytes).toBe(300 * 1024);
+  });
+});

@@ -372,13 +372,16 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
       const text = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
       // Strings are counted at two bytes per character, like stored states.
       const bytes = 2 * text.length;
+      // Large ones in the client's share; a small one (a step, a close) only in the budget, so a
+      // client whose episodes fill its share can still play and close them.
+      const holder = text.length > SMALL_ARRIVING_BYTES ? client : undefined;
       try {
         // One socket may keep about two large messages waiting: a request/response client never
         // has more, and a flood is answered at once instead of being parsed.
         if (pending > 0 && pendingChars + text.length > maxPendingChars) {
           throw new ApiError("OVERLOADED", `more than ${maxPendingChars} characters of messages waiting on this socket: send one at a time`, { retry_after_s: 1 });
         }
-        budget?.hold(bytes, client);
+        budget?.hold(bytes, holder);
       } catch (err) {
         if (ws.readyState === 1) ws.send(JSON.stringify(wsError(toApiError(err))));
         return;
@@ -402,7 +405,7 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
             ws.close(1000, "closed by client");
           }
         } finally {
-          budget?.release(bytes, client);
+          budget?.release(bytes, holder);
         }
       });
     },
