@@ -1,3 +1,5 @@
+import { judgeSettingsFromEnv, type JudgeSettings } from "./judge-settings.ts";
+
 /** Server settings from the environment, each with its documented default. */
 export interface ServerConfig {
   host: string;
@@ -25,6 +27,8 @@ export interface ServerConfig {
    * the event loop, without deadlines (for environments one trusts, where CPU per call matters).
    */
   envThreads: number | undefined;
+  /** The operator's judge model for judged rewards (ENVWORKER_JUDGE_*); undefined = none. */
+  judge: JudgeSettings | undefined;
 }
 
 /**
@@ -58,5 +62,6 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
     envThreads: env.ENVWORKER_ENV_THREADS ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
+    judge: judgeSettingsFromEnv(env),
   };
 }
