@@ -122,6 +122,15 @@ describe("the judge client", () => {
     expect(mock.calls.length).toBe(before + 1);
   });
 
+  it("times out an attempt, retries, then reports JUDGE_TIMEOUT", async () => {
+    const client = new JudgeClient(judgeSettingsFromEnv(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "0.2", ENVWORKER_JUDGE_RETRIES: "1" }))!);
+    mock.hang = true;
+    const before = mock.calls.length;
+    await expect(client.ask({ messages: [{ role: "user", content: "hang" }] }, { key: "k" })).rejects.toMatchObject({ code: "JUDGE_TIMEOUT", message: expect.stringContaining("2 attempts") });
+    mock.hang = false;
+    expect(mock.calls.length).toBe(before + 2);
+  });
+
   it("settings: only http(s) URLs, positive limits", () => {
     expect(judgeSettingsFromEnv({})).toBeUndefined();
     expect(() => judgeSettingsFromEnv({ ENVWORKER_JUDGE_URL: "file:///etc/passwd" })).toThrow(/http\(s\) URL/);
@@ -142,7 +151,7 @@ describe("open-qa on a Node server with a judge", () => {
       envThreads: 1,
       // The thread's deadline (computing time) is shorter than a slow judge's answer.
       envTimeoutMs: 1000,
-      judge: judgeSettingsFromEnv(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "1", ENVWORKER_JUDGE_RETRIES: "2" })),
+      judge: judgeSettingsFromEnv(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "2", ENVWORKER_JUDGE_RETRIES: "2" })),
     });
     await server.engine.warm();
   }, 60_000);
@@ -203,32 +212,37 @@ describe("open-qa on a Node server with a judge", () => {
     expect(mock.calls.length).toBe(n + 1);
   });
 
-  it("a judge that does not answer is JUDGE_TIMEOUT; a pending judge call holds neither the thread's deadline nor other episodes", async () => {
-    // Slower than the environment's 1 s deadline, within the judge's own 1 s per attempt? No:
-    // 1.5 s > 1 s per attempt, so first a timeout...
-    mock.hang = true;
+  it("a pending judge call holds neither the thread's deadline nor other episodes", async () => {
+    // The judge takes 1.5 s: longer than the environment's 1 s deadline (computing time), within
+    // its own 2 s timeout. Meanwhile reverse-text, on the same single environment thread, is served.
+    mock.delayMs = 1500;
     const t0 = performance.now();
-    const hung = answer(server, 8, (gold) => reply(gold));
-    // ...while reverse-text, on the same single environment thread, keeps being served.
+    const judged = Promise.all([answer(server, 9, (gold) => reply(gold)), answer(server, 10, (gold) => reply(gold))]);
     let served = 0;
-    while (performance.now() - t0 < 1500) {
+    while (performance.now() - t0 < 1200) {
       const r = await post(`${server.url}/envs/reverse-text/reset`, {});
       const s = await post(`${server.url}/envs/reverse-text/step`, { episode_id: r.body.episode_id, action: { content: reverseTextGold(r.body.observation.messages) } });
       expect(s.body.reward).toBe(1);
       served++;
     }
-    const timedOut = await hung;
-    mock.hang = false;
-    expect(served).toBeGreaterThan(3);
-    expect(timedOut.status).toBe(200);
-    expect(timedOut.body.observation.info.reward_errors.correct).toMatch(/^JUDGE_TIMEOUT: /);
-    expect(server.engine.killed).toBe(0);
-
-    // A judge slower than the environment's deadline (1 s) but within its own timeout: judged.
-    mock.delayMs = 700;
-    const server2Like = await Promise.all([answer(server, 9, (gold) => reply(gold)), answer(server, 10, (gold) => reply(gold))]);
+    const steps = await judged;
     mock.delayMs = 0;
-    for (const s of server2Like) expect(s.body.reward).toBe(1);
+    expect(served).toBeGreaterThan(3);
+    for (const s of steps) {
+      expect(s.status).toBe(200);
+      expect(s.body.reward).toBe(1);
+    }
+    expect(server.engine.killed).toBe(0);
+  }, 30_000);
+
+  it("a judge that does not answer is JUDGE_TIMEOUT after its attempts; the step is answered", async () => {
+    mock.hang = true;
+    const before = mock.calls.length;
+    const timedOut = await answer(server, 8, (gold) => reply(gold));
+    mock.hang = false;
+    expect(timedOut.status).toBe(200);
+    expect(timedOut.body.observation.info.reward_errors.correct).toMatch(/^JUDGE_TIMEOUT: the judge did not answer within 2 s \(3 attempts\)/);
+    expect(mock.calls.length).toBe(before + 3);
     expect(server.engine.killed).toBe(0);
   }, 30_000);
 

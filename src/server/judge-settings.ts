@@ -31,6 +31,15 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
   return n;
 }
 
+/** A positive number of seconds (fractions allowed: a judge's answer takes seconds, not minutes). */
+function seconds(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
 /** The judge's settings, or undefined when the operator configured none (ENVWORKER_JUDGE_URL unset). */
 export function judgeSettingsFromEnv(env: Record<string, string | undefined>): JudgeSettings | undefined {
   const url = env.ENVWORKER_JUDGE_URL?.trim();
@@ -46,7 +55,7 @@ export function judgeSettingsFromEnv(env: Record<string, string | undefined>): J
     url: url.replace(/\/+$/, ""),
     model: env.ENVWORKER_JUDGE_MODEL?.trim() || undefined,
     apiKey: env.ENVWORKER_JUDGE_API_KEY || undefined,
-    timeoutMs: int(env, "ENVWORKER_JUDGE_TIMEOUT_S", 60, 1) * 1000,
+    timeoutMs: seconds(env, "ENVWORKER_JUDGE_TIMEOUT_S", 60) * 1000,
     retries: int(env, "ENVWORKER_JUDGE_RETRIES", 2),
     concurrency: int(env, "ENVWORKER_JUDGE_CONCURRENCY", 16, 1),
     clientConcurrency: int(env, "ENVWORKER_JUDGE_CLIENT_CONCURRENCY", 4, 1),
