@@ -26,6 +26,7 @@ export {
   defineJudge,
   fillTemplate,
   JudgeError,
+  labelledValues,
   yesNoVerdict,
   type Judge,
   type JudgeErrorCode,

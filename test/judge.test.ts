@@ -15,6 +15,7 @@ import { judgeSettingsFromEnv } from "../src/server/judge-settings.ts";
 import { get, post } from "./helpers/http.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";
+import { readmeSettings } from "./helpers/readme.ts";
 
 const shipped = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
 const openQa = shipped.find((e) => e.name === "open-qa")!;
@@ -129,6 +130,24 @@ describe("the judge client", () => {
     await expect(client.ask({ messages: [{ role: "user", content: "hang" }] }, { key: "k" })).rejects.toMatchObject({ code: "JUDGE_TIMEOUT", message: expect.stringContaining("2 attempts") });
     mock.hang = false;
     expect(mock.calls.length).toBe(before + 2);
+  });
+
+  it("settings: the README's defaults, each read in its unit", () => {
+    const s = judgeSettingsFromEnv({ ENVWORKER_JUDGE_URL: "http://judge.example/v1/" })!;
+    const documented = Object.fromEntries(readmeSettings().flatMap((r) => r.names.map((n, i) => [n, r.defaults[i]])));
+    expect(s).toEqual({
+      url: "http://judge.example/v1",
+      model: undefined,
+      apiKey: undefined,
+      timeoutMs: Number(documented.ENVWORKER_JUDGE_TIMEOUT_S) * 1000,
+      retries: Number(documented.ENVWORKER_JUDGE_RETRIES),
+      concurrency: Number(documented.ENVWORKER_JUDGE_CONCURRENCY),
+      clientConcurrency: Number(documented.ENVWORKER_JUDGE_CLIENT_CONCURRENCY),
+      cacheEntries: Number(documented.ENVWORKER_JUDGE_CACHE_ENTRIES),
+      maxRequestChars: Number(documented.ENVWORKER_JUDGE_MAX_REQUEST_CHARS),
+    });
+    expect(documented.ENVWORKER_JUDGE_URL).toBeUndefined(); // "unset"
+    expect(judgeSettingsFromEnv({ ENVWORKER_JUDGE_URL: "http://x", ENVWORKER_JUDGE_TIMEOUT_S: "0.5" })!.timeoutMs).toBe(500);
   });
 
   it("settings: only http(s) URLs, positive limits", () => {

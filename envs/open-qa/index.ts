@@ -7,7 +7,7 @@
  * Single turn. The data (48 questions with short, unambiguous answers) ships in `data/`.
  */
 import { defineEnvironment, type Example } from "../../src/env/environment.ts";
-import { defineJudge, yesNoVerdict } from "../../src/env/judge.ts";
+import { defineJudge, labelledValues, yesNoVerdict } from "../../src/env/judge.ts";
 import type { Message } from "../../src/env/messages.ts";
 import evalRows from "./data/eval.json" with { type: "json" };
 import trainRows from "./data/train.json" with { type: "json" };
@@ -61,8 +61,8 @@ export function exactAnswer(completion: readonly Message[]): string | undefined 
   for (let i = completion.length - 1; i >= 0; i--) {
     const m = completion[i]!;
     if (m.role !== "assistant" || typeof m.content !== "string") continue;
-    const found = [...m.content.matchAll(/^\W*exact answer\W*:\s*(.+)$/gim)];
-    if (found.length > 0) return found[found.length - 1]![1]!.trim();
+    const found = labelledValues(m.content, "exact answer").filter((v) => v !== "");
+    if (found.length > 0) return found[found.length - 1];
   }
   return undefined;
 }

@@ -153,15 +153,29 @@ export function defineJudge<Verdict>(spec: JudgeSpec<Verdict>): Judge<Verdict> {
 }
 
 /**
+ * The values of `label: value` lines, in order (`**Label:** value`, `- label: value` too), case
+ * aside. Line by line: one regex over the whole text would retry from every line start, which is
+ * quadratic in a text of blank lines.
+ */
+export function labelledValues(text: string, label: string): string[] {
+  const escaped = label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const re = new RegExp(`^[^\\w]*${escaped}[^\\w]*:[\\s*]*(.*)$`, "i");
+  const values: string[] = [];
+  for (const line of text.split("\n")) {
+    const m = re.exec(line);
+    if (m) values.push(m[1]!.trim());
+  }
+  return values;
+}
+
+/**
  * A parser for judges that end with a labelled verdict (`correct: yes`), as BrowseComp's grader
  * does: true or false from the last `label: yes|no` line, throwing when there is none.
  */
 export function yesNoVerdict(label = "correct"): (reply: string) => boolean {
-  const escaped = label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const re = new RegExp(`^\\W*${escaped}\\W*:\\s*\\**\\s*(yes|no)\\b`, "gim");
   return (reply) => {
-    let last: string | undefined;
-    for (const m of reply.matchAll(re)) last = m[1]!.toLowerCase();
+    const verdicts = labelledValues(reply, label).flatMap((v) => /^(yes|no)\b/i.exec(v)?.[1]?.toLowerCase() ?? []);
+    const last = verdicts.at(-1);
     if (last === undefined) throw new Error(`no "${label}: yes|no" line in the judge's answer`);
     return last === "yes";
   };
