@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
 import { evalCommand } from "../src/eval/command.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
-import { judgeSettingsFromEnv } from "../src/server/judge-settings.ts";
+import { judgeSettingsFromEnv } from "../src/server/config.ts";
 import { lastUser, startFakeOpenAI, type ChatRequest, type FakeOpenAI } from "./fixtures/fake-openai.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 

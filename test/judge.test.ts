@@ -11,7 +11,7 @@ import { scoreGroup } from "../src/env/rubric.ts";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { JudgeClient } from "../src/server/judge-client.ts";
-import { judgeSettingsFromEnv } from "../src/server/judge-settings.ts";
+import { judgeSettingsFromEnv } from "../src/server/config.ts";
 import { get, post } from "./helpers/http.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";

@@ -77,7 +77,7 @@ class JudgeMeter {
   readonly replies: Record<string, string[]> = {};
 
   /** The judge as reward function `name` sees it for this completion: every answer counted and kept. */
-  for(name: string, judge: JudgeService): JudgeService {
+  judgeFor(name: string, judge: JudgeService): JudgeService {
     return {
       ask: async (request, options) => {
         const started = Date.now();
@@ -140,7 +140,7 @@ export async function scoreGroup<Info, Args>(
     onError?.(i, name, err);
   };
   // The inputs as one entry sees them: each with its own metered judge.
-  const inputsFor = (name: string) => inputs.map((input, i) => (input.judge ? { ...input, judge: meters[i]!.for(name, input.judge) } : input));
+  const inputsFor = (name: string) => inputs.map((input, i) => (input.judge ? { ...input, judge: meters[i]!.judgeFor(name, input.judge) } : input));
   // Entries run concurrently: they are independent and some (code execution, a judge) are slow.
   await Promise.all(
     rubric.map(async (entry, e) => {

@@ -20,7 +20,7 @@ import {
 } from "./rollout.ts";
 import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
 import { JudgeClient } from "../server/judge-client.ts";
-import { judgeSettingsFromEnv } from "../server/judge-settings.ts";
+import { judgeSettingsFromEnv } from "../server/config.ts";
 import { LiveResults } from "./results-writer.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 

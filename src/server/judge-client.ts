@@ -16,7 +16,7 @@ import { JudgeError, type JudgeReply, type JudgeRequest, type JudgeService } fro
 import { classifyModelError, errorMessage, RetriesExhaustedError, withRetry, type RetryPolicy } from "../eval/rollout-retry.ts";
 import { Limiter } from "../sandbox/limiter.ts";
 import { anySignal } from "../sandbox/scope.ts";
-import type { JudgeSettings } from "./judge-settings.ts";
+import type { JudgeSettings } from "./config.ts";
 
 /** Characters of cached answers at most (answers are short verdicts; this bounds the cache's memory). */
 const CACHE_MAX_CHARS = 8 * 2 ** 20;
@@ -36,14 +36,6 @@ interface Cached {
   completionTokens: number;
 }
 
-/** Counters over the server's life (for tests and the operator). */
-export interface JudgeStats {
-  calls: number;
-  attempts: number;
-  cacheHits: number;
-  failures: number;
-}
-
 export class JudgeClient {
   private readonly openai: OpenAI;
   private readonly server: Limiter;
@@ -51,7 +43,6 @@ export class JudgeClient {
   /** LRU (a Map's order) of answers by the digest of their request. */
   private readonly cache = new Map<string, Cached>();
   private cacheChars = 0;
-  readonly stats: JudgeStats = { calls: 0, attempts: 0, cacheHits: 0, failures: 0 };
 
   constructor(
     readonly settings: JudgeSettings,
@@ -88,20 +79,17 @@ export class JudgeClient {
     const key = this.settings.cacheEntries > 0 ? await digest(JSON.stringify(body)) : undefined;
     const hit = key === undefined ? undefined : this.fromCache(key);
     if (hit) {
-      this.stats.cacheHits++;
       return { ...hit, cached: true, ms: 0, attempts: 0 };
     }
     const deadline = AbortSignal.timeout(this.deadlineMs);
     const signal = anySignal(scope.signal, deadline)!;
     const started = Date.now();
     let attempts = 0;
-    this.stats.calls++;
     try {
       const answer = await this.limited(scope.key, signal, () =>
         withRetry(
           async () => {
             attempts++;
-            this.stats.attempts++;
             const completion = await this.openai.chat.completions.create(body, { signal, timeout: this.settings.timeoutMs });
             const text = completion.choices?.[0]?.message?.content;
             if (typeof text !== "string" || text === "") throw new JudgeError("JUDGE_FAILED", "the judge's answer has no text");
@@ -113,7 +101,6 @@ export class JudgeClient {
       if (key !== undefined) this.toCache(key, answer);
       return { ...answer, cached: false, ms: Date.now() - started, attempts };
     } catch (err) {
-      this.stats.failures++;
       throw this.judgeError(err, scope.signal, deadline, attempts);
     }
   }
