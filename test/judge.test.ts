@@ -15,6 +15,7 @@ import { judgeSettingsFromEnv } from "../src/server/config.ts";
 import { get, post } from "./helpers/http.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";
+import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { readmeSettings } from "./helpers/readme.ts";
 
 const shipped = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
@@ -311,6 +312,36 @@ describe("open-qa on a Node server with a judge", () => {
       expect(bad.body.error.code).toBe("VALIDATION_ERROR");
       if (what) expect(JSON.stringify(bad.body.error)).toContain(what);
     }
+  });
+
+  it("over the OpenEnv WebSocket an episode is judged the same way", async () => {
+    const ws = await OpenEnvWsClient.connect(`${server.url}/envs/open-qa`);
+    try {
+      const r = await ws.reset({ index: 3, split: "train" });
+      expect(r.type).toBe("observation");
+      const gold = openQa.datasetFor({}, "train")![3]!.answer!;
+      const s = await ws.step({ content: reply(gold) });
+      expect(s.data).toMatchObject({ reward: 1, done: true, observation: { metrics: { correct: 1 } } });
+      expect(s.data.observation.info.judge.correct).toMatch(/correct: yes/);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it("a group larger than a thread call's slice is scored whole, in order, next to small groups", async () => {
+    const q = { question: "What is the capital city of Kenya?" };
+    const big = Array.from({ length: 40 }, (_, i) => ({ completion: reply(i < 30 ? "Nairobi" : `Town ${i % 2}`), answer: "Nairobi", info: q }));
+    const small = [{ completion: reply("Nairobi"), answer: "Nairobi", info: q }];
+    const res = await post(`${server.url}/envs/open-qa/score`, { groups: [small, big, small, small] });
+    expect(res.status).toBe(200);
+    expect(res.body.groups.map((g: unknown[]) => g.length)).toEqual([1, 40, 1, 1]);
+    const agreement = res.body.groups[1].map((r: { metrics: Record<string, number> }) => r.metrics.group_agreement);
+    expect(agreement).toEqual([...Array(30).fill(30 / 40), ...Array(10).fill(5 / 40)]);
+    expect(res.body.groups[1].map((r: { reward: number }) => r.reward)).toEqual([...Array(30).fill(1), ...Array(10).fill(0)]);
+    // An item is named by its place in the request.
+    const bad = await post(`${server.url}/envs/open-qa/score`, { groups: [small, [small[0], { completion: "x", args: { nope: 1 } }]] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toContain("groups[1][1].args");
   });
 
   it("a judge outage costs the judged reward only: the server and other environments go on", async () => {
