@@ -133,6 +133,23 @@ describe("the judge client", () => {
     expect(mock.calls.length).toBe(before + 2);
   });
 
+  it("a caller that gives up cancels its judge call (JUDGE_CANCELLED), queued or under way", async () => {
+    const client = new JudgeClient(judgeSettingsFromEnv(judgeEnv(mock, { ENVWORKER_JUDGE_CONCURRENCY: "1", ENVWORKER_JUDGE_TIMEOUT_S: "30" }))!);
+    mock.hang = true;
+    const gaveUp = new AbortController();
+    const asked = mock.calls.length;
+    const running = client.ask({ messages: [{ role: "user", content: "cancel me" }] }, { key: "a", signal: gaveUp.signal });
+    const queued = client.ask({ messages: [{ role: "user", content: "cancel me too" }] }, { key: "b", signal: gaveUp.signal });
+    while (mock.calls.length === asked) await new Promise((r) => setTimeout(r, 10));
+    gaveUp.abort();
+    await expect(running).rejects.toMatchObject({ code: "JUDGE_CANCELLED" });
+    await expect(queued).rejects.toMatchObject({ code: "JUDGE_CANCELLED" });
+    mock.hang = false;
+    // The request under way was closed (the mock saw its connection end); the queued one never left.
+    while (mock.active > 0) await new Promise((r) => setTimeout(r, 10));
+    expect(mock.calls.length).toBe(asked + 1);
+  });
+
   it("settings: the README's defaults, each read in its unit", () => {
     const s = judgeSettingsFromEnv({ ENVWORKER_JUDGE_URL: "http://judge.example/v1/" })!;
     const documented = Object.fromEntries(readmeSettings().flatMap((r) => r.names.map((n, i) => [n, r.defaults[i]])));
