@@ -85,8 +85,9 @@ class JudgeMeter {
         try {
           reply = await judge.ask(request, options);
         } catch (err) {
-          // A failed call still cost time (and calls): reported with the error.
-          this.calls++;
+          // A failed call still cost time (and a call, unless it was refused before one was made).
+          const sent = !(err instanceof JudgeError && (err.code === "JUDGE_INVALID" || err.code === "JUDGE_UNCONFIGURED"));
+          if (sent) this.calls++;
           this.ms += Date.now() - started;
           throw err;
         }

@@ -130,9 +130,11 @@ export class JudgeClient {
       return new JudgeError("JUDGE_TIMEOUT", `the judge did not answer within ${this.settings.timeoutMs / 1000} s (${tries})`);
     }
     if (last instanceof JudgeError) return last;
-    const status = last instanceof OpenAI.APIError && typeof last.status === "number" ? `HTTP ${last.status}: ` : "";
-    // The endpoint's own words, cut short: they are the operator's, but have no business being long.
-    return new JudgeError("JUDGE_FAILED", `the judge failed (${tries}): ${status}${errorMessage(last).slice(0, 300)}`);
+    const status = last instanceof OpenAI.APIError && typeof last.status === "number" ? last.status : undefined;
+    // The endpoint's own words (the SDK puts the status first), cut short: they are the
+    // operator's, but have no business being long.
+    const words = errorMessage(last).replace(/^\d{3}\s+/, "").slice(0, 300);
+    return new JudgeError("JUDGE_FAILED", `the judge failed (${tries}): ${status === undefined ? "" : `HTTP ${status}: `}${words}`);
   }
 
   private fromCache(key: string): Cached | undefined {
