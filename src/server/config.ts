@@ -41,9 +41,9 @@ export interface JudgeSettings {
   timeoutMs: number;
   /** Attempts after the first (ENVWORKER_JUDGE_RETRIES, default 2). */
   retries: number;
-  /** Calls at once on this server (ENVWORKER_JUDGE_CONCURRENCY, default 16). */
+  /** Calls at once on this server (ENVWORKER_JUDGE_CONCURRENCY, default 32). */
   concurrency: number;
-  /** Calls at once for one client or episode (ENVWORKER_JUDGE_CLIENT_CONCURRENCY, default 4). */
+  /** Calls at once for one client or episode (ENVWORKER_JUDGE_CLIENT_CONCURRENCY, default 8). */
   clientConcurrency: number;
   /** Cached answers at most (ENVWORKER_JUDGE_CACHE_ENTRIES, default 4096; 0 = no cache). */
   cacheEntries: number;
@@ -112,8 +112,8 @@ export function judgeSettingsFromEnv(env: Record<string, string | undefined>): J
     apiKey: env.ENVWORKER_JUDGE_API_KEY || undefined,
     timeoutMs: seconds(env, "ENVWORKER_JUDGE_TIMEOUT_S", 60) * 1000,
     retries: int(env, "ENVWORKER_JUDGE_RETRIES", 2),
-    concurrency: int(env, "ENVWORKER_JUDGE_CONCURRENCY", 16, 1),
-    clientConcurrency: int(env, "ENVWORKER_JUDGE_CLIENT_CONCURRENCY", 4, 1),
+    concurrency: int(env, "ENVWORKER_JUDGE_CONCURRENCY", 32, 1),
+    clientConcurrency: int(env, "ENVWORKER_JUDGE_CLIENT_CONCURRENCY", 8, 1),
     cacheEntries: int(env, "ENVWORKER_JUDGE_CACHE_ENTRIES", 4096),
     maxRequestChars: int(env, "ENVWORKER_JUDGE_MAX_REQUEST_CHARS", 200_000, 1),
   };

@@ -56,6 +56,9 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
       host: new DurableObjectEpisodeHost(() => bindings!),
       maxBodyBytes: config.maxBodyBytes,
       services: workerServices(config),
+      // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):
+      // Cloudflare's edge sets the client's address; one key for all without it (local dev).
+      clientKey: (c) => c.req.header("cf-connecting-ip") ?? "client",
       token: config.token,
       webSocket: (c) => {
         const object = newEpisodeId();
