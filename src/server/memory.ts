@@ -1,13 +1,13 @@
 /**
  * The server's memory budget (ENVWORKER_MAX_MEMORY_MB): what it keeps for clients — every stored
- * episode state, every WebSocket message waiting its turn, every large parsed request waiting for
- * its work — counted against one limit, of which each client may keep a share
- * (ENVWORKER_CLIENT_SHARE), so one client filling its share does not deny the others; beside it,
- * shares of their own for what is in transit: request bodies and frames arriving (a quarter for
- * large ones, a sixteenth for small ones in pieces) and answers not yet read (a quarter). Past a
- * limit, work that would keep more (a new episode, a step that grows one, another queued message,
- * a slow body, a large answer) is refused with 503 OVERLOADED and a Retry-After; what is already
- * kept keeps working.
+ * episode state, every WebSocket message waiting its turn — counted against one limit, of which
+ * each client may keep a share (ENVWORKER_CLIENT_SHARE), so one client filling its share does not
+ * deny the others; beside it, shares of their own for what is in transit: request bodies and
+ * frames arriving (a quarter for large ones, a sixteenth for small ones in pieces), answers not
+ * yet read (a quarter) and large parsed requests waiting for their work (a quarter, each client
+ * its part of it). Past a limit, work that would keep more (a new episode, a step that grows one,
+ * another queued message, a slow body, a large answer, a large request) is refused with 503
+ * OVERLOADED and a Retry-After; what is already kept keeps working.
  */
 import { ApiError } from "../env/errors.ts";
 
