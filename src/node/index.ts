@@ -11,7 +11,7 @@
  * Node needs `--no-node-snapshot` for the default isolated-vm sandbox (or ENVWORKER_SANDBOX=quickjs).
  */
 export { startServer, type RunningServer, type NodeAppOptions } from "../node.ts";
-export { configFromEnv, type ServerConfig } from "../server/config.ts";
+export { configFromEnv, judgeSettingsFromEnv, type JudgeSettings, type ServerConfig } from "../server/config.ts";
 export { createLogger, logLevelFromEnv, setLogger, type Logger, type LogLevel } from "../server/log.ts";
 // Rollouts against an OpenAI-compatible model, what `envworker eval` is built on (docs/eval.md "From code").
 export {
