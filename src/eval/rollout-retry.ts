@@ -138,12 +138,12 @@ export function explainConnectionError(err: unknown, url: string): unknown {
   let cause: unknown = err.cause;
   // fetch's TypeError("fetch failed") wraps the system error that says what happened.
   while (cause instanceof Error && cause.cause instanceof Error) cause = cause.cause;
-  const why = cause instanceof Error ? describeCause(cause as NodeJS.ErrnoException) : undefined;
+  const why = cause instanceof Error ? describeCause(cause as Error & { code?: string }) : undefined;
   err.message = `cannot reach ${url}${why ? `: ${why}` : ` (${err.message})`}`;
   return err;
 }
 
-function describeCause(err: NodeJS.ErrnoException): string {
+function describeCause(err: Error & { code?: string }): string {
   const code = err.code ? `${err.code}` : "";
   return err.message && code && !err.message.includes(code) ? `${code} ${err.message}` : err.message || code;
 }
