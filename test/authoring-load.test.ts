@@ -29,7 +29,7 @@ describe("authoring mistakes at load", () => {
     expect(r.stderr).not.toMatch(/is not iterable/);
     const base = { name: "x", description: "d", version: "0", dataset: () => [{ prompt: "p" }], maxTurns: 1 };
     expect(() => defineEnvironment({ ...base, rubric: [] })).toThrow(/x: give a rubric/);
-    expect(() => defineEnvironment({ ...base, rubric: [{ name: "r" }] } as never)).toThrow("x: rubric[0] needs a name (string) and fn (a function)");
+    expect(() => defineEnvironment({ ...base, rubric: [{ name: "r" }] } as never)).toThrow("x: rubric[0] needs a name (string) and fn (a function; group for a group reward)");
   }, 60_000);
 
   it("an empty dataset reached at reset with the default args is the environment's error (422), with the client's args a 400", async () => {

@@ -171,7 +171,9 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
     throw new Error(`${spec.name}: give a rubric: rubric: [{ name: "correct", weight: 1, fn: ({ completion, answer }) => ... }] (at least one reward function)`);
   }
   for (const [i, r] of spec.rubric.entries()) {
-    if (typeof r?.name !== "string" || typeof r.fn !== "function") throw new Error(`${spec.name}: rubric[${i}] needs a name (string) and fn (a function)`);
+    if (typeof r?.name !== "string" || (typeof r.fn !== "function" && typeof (r as { group?: unknown }).group !== "function")) {
+      throw new Error(`${spec.name}: rubric[${i}] needs a name (string) and fn (a function; group for a group reward)`);
+    }
   }
   const tools = spec.tools ?? [];
   if (new Set(tools.map((t) => t.name)).size !== tools.length) throw new Error(`${spec.name}: duplicate tool names`);
