@@ -94,6 +94,22 @@ describe("production mode (POST B/mcp with sessions)", () => {
   });
 });
 
+describe("a standard MCP client given B/mcp?session_id=EPISODE", () => {
+  it("lists and calls the episode's tools through the query's session; the handshake stays stateless", async () => {
+    const { app, rpc, state } = server();
+    const sid = (await rpc("math-tools", "openenv/session/create", { seed: 4 })).result.session_id as string;
+    const post = async (body: unknown) => {
+      const res = await app.request(`/envs/math-tools/mcp?session_id=${sid}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      return { status: res.status, json: res.status === 200 ? ((await res.json()) as any) : null };
+    };
+    expect((await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18" } })).json.result.capabilities.tools).toBeDefined();
+    expect((await post({ jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
+    expect((await post({ jsonrpc: "2.0", id: 2, method: "tools/list" })).json.result.tools.map((t: any) => t.name)).toContain("submit");
+    expect((await post({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "calculator", arguments: { expression: "5*5" } } })).json.result.data).toBe("25");
+    expect((await state("math-tools", sid)).step_count).toBe(1);
+  });
+});
+
 describe("over the WebSocket (MCPToolClient's step data)", () => {
   const open = (name = "math-tools") => {
     const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));

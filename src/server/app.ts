@@ -11,7 +11,7 @@ import type { EpisodeHost } from "./episode-host.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError, toApiError } from "../env/errors.ts";
 import { rpcError, RPC } from "./mcp.ts";
-import { handleEpisodeMcp, isEpisodeMcp } from "./mcp-episode.ts";
+import { handleEpisodeMcp, isEpisodeMcp, withQuerySession } from "./mcp-episode.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
@@ -174,7 +174,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     const text = await readText(c, maxBody);
     let body: unknown;
     try {
-      body = parseClientJson(text);
+      body = withQuerySession(parseClientJson(text), c.req.query("session_id"));
     } catch (err) {
       if (err instanceof NotJsonError) return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
       return c.json(rpcError(null, RPC.INVALID_REQUEST, (err as Error).message));

@@ -121,6 +121,19 @@ export async function stepToolCall(env: Environment, host: EpisodeHost, episodeI
 const SessionParams = z.object({ session_id: z.string().min(1).max(255) }).loose();
 const CallParams = z.object({ name: z.string().min(1).max(256), arguments: z.record(z.string(), z.unknown()).optional(), session_id: z.string() }).loose();
 
+/**
+ * `POST B/mcp?session_id=EPISODE`: a standard MCP client (streamable HTTP) given that URL lists and
+ * calls the episode's tools without knowing OpenEnv's `session_id` param (verifiers v1's harnesses
+ * are such clients). The query names the session of `tools/list` and `tools/call`.
+ */
+export function withQuerySession(body: unknown, sessionId: string | undefined): unknown {
+  if (!sessionId || !body || typeof body !== "object" || Array.isArray(body)) return body;
+  const { method, params } = body as { method?: unknown; params?: unknown };
+  if (method !== "tools/list" && method !== "tools/call") return body;
+  const given = params && typeof params === "object" && !Array.isArray(params) ? params : {};
+  return { ...body, params: { ...given, session_id: sessionId } };
+}
+
 /** Whether a JSON-RPC request is about an episode (OpenEnv's session methods, or a call naming its session). */
 export function isEpisodeMcp(body: unknown): boolean {
   if (!body || typeof body !== "object") return false;

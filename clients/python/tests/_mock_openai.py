@@ -29,13 +29,15 @@ def solving_policy(messages: List[Dict[str, Any]], tools: Optional[List[Dict[str
     "Compute X." problems (one calculator call, then the boxed result), anything else a fixed guess."""
     last = messages[-1]
     first_user = next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
-    if tools and any((t.get("function") or t).get("name") == "calculator" for t in tools):
+    # The calculator, under whatever prefix the harness gives tool servers' tools (v1: "envworker_").
+    calculator = next((n for n in ((t.get("function") or t).get("name", "") for t in tools or []) if n == "calculator" or n.endswith("_calculator")), None)
+    if calculator:
         if last.get("role") == "tool":
             return {"content": f"The result is \\boxed{{{_text(last.get('content')).strip()}}}."}
         m = re.fullmatch(r"Compute (.+)\.", first_user.strip())
         if m:
             args = json.dumps({"expression": m.group(1)})
-            return {"content": None, "tool_calls": [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function", "function": {"name": "calculator", "arguments": args}}]}
+            return {"content": None, "tool_calls": [{"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function", "function": {"name": calculator, "arguments": args}}]}
         return {"content": "\\boxed{0}"}
     system = " ".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     if "reverse" in system.lower():
