@@ -243,5 +243,80 @@ class RllmTests(unittest.TestCase):
         self.assertIsNotNone(episode)
 
 
+V1_MISSING = "" if not MISSING and importlib.util.find_spec("verifiers.v1") else "verifiers.v1"
+
+
+def replay_v1(env: str, example: str, nodes: List[Dict[str, Any]]) -> "tuple[float, bool]":
+    """Replay a v1 trace on a fresh episode as it was played: each tool call of the agent was one
+    MCP call (one step with that call, the tool name without the server prefix), each final reply
+    a plain step."""
+    with EnvClient(URL, env) as client:
+        result = client.reset(example=example)
+        for node in nodes:
+            m = node["message"]
+            if m.get("role") != "assistant" or result.done:
+                continue
+            calls = m.get("tool_calls") or []
+            for call in calls:
+                fn = call.get("function") or call
+                name = str(fn["name"]).removeprefix("envworker_")
+                result = client.step({"content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": name, "arguments": fn["arguments"]}}]})
+            if not calls:
+                result = client.step({"content": m.get("content") or ""})
+        return float(result.reward or 0.0), result.done
+
+
+@unittest.skipIf(V1_MISSING, f"needs {V1_MISSING}")
+class V1Tests(unittest.TestCase):
+    """verifiers v1: the loader resolves the id `envworker`, and its `eval` runs episodes."""
+
+    def test_loader_resolves_the_taskset_and_env(self) -> None:
+        from verifiers.v1.utils.loaders import environment_class, load_taskset, resolve_env_config, taskset_class
+
+        self.assertEqual(taskset_class("envworker").__name__, "EnvworkerTaskset")
+        self.assertEqual(environment_class("envworker").__name__, "EnvworkerEnv")
+        config = resolve_env_config({"taskset": {"id": "envworker", "base_url": URL, "env": "reverse-text", "split": "eval", "num_examples": 3}})
+        self.assertEqual(type(config).__name__, "EnvworkerEnvConfig")
+        tasks = list(load_taskset(config.taskset))
+        page = envworker.examples(URL, "reverse-text", split="eval", start=0, count=3)
+        self.assertEqual([t.data.example for t in tasks], [e.example for e in page.examples])
+        self.assertEqual(tasks[0].data.prompt[0].content if hasattr(tasks[0].data.prompt[0], "content") else tasks[0].data.prompt[0]["content"], page.examples[0].prompt[-1]["content"])
+        self.assertEqual(tasks[0].data.system_prompt, page.examples[0].prompt[0]["content"])
+
+    def test_eval_with_tools(self) -> None:
+        """`eval envworker` (the v1 CLI, as prime-rl's sources configure it) on math-tools: the
+        tools reach the agent through the episode's MCP server and the trace's reward is the
+        server's."""
+        eval_cli = Path(sys.executable).parent / "eval"
+        self.assertTrue(eval_cli.exists(), f"{eval_cli} missing")
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, PYTHONPATH=str(SRC))
+            cmd = [str(eval_cli), "envworker", "--env.taskset.base-url", URL, "--env.taskset.env", "math-tools", "--env.taskset.args", json.dumps({"difficulty": "easy"}),
+                   "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+                   "-m", "mock-model", "--client.base-url", API.url, "--client.api-key-var", API_KEY_VAR, "-n", "4", "-r", "1", "--no-push", "-o", out]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+            logs = "".join(p.read_text() for p in Path(out).rglob("eval.log"))
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:] + logs[-3000:])
+            rows = [json.loads(line) for p in Path(out).rglob("traces.jsonl") for line in p.read_text().splitlines() if line.strip()]
+        traces = [tr for row in rows for tr in row["traces"]]
+        self.assertEqual(len(traces), 4, logs[-3000:])
+        called = 0
+        for tr in traces:
+            self.assertEqual(tr["errors"], [])
+            self.assertIn("envworker_calculator", [t["name"] for t in tr["tools"]])
+            reward = tr["rewards"]["envworker_reward"]["score"]
+            expected, ended = replay_v1("math-tools", tr["task"]["data"]["example"], tr["nodes"])
+            self.assertTrue(ended)
+            self.assertAlmostEqual(reward, expected, places=9)
+            called += tr["metrics"]["num_tool_calls"] >= 1
+        self.assertGreater(called, 0, "the mock calls the calculator on Compute problems")
+        # v1 logs each episode's tool server URL: every one of those episodes is closed.
+        import re
+
+        sessions = sorted(set(re.findall(r"session_id=([A-Za-z0-9_-]+)", logs)))
+        self.assertEqual(len(sessions), 4, logs[-3000:])
+        assert_closed(self, "math-tools", sessions)
+
+
 if __name__ == "__main__":
     unittest.main()
