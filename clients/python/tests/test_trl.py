@@ -328,11 +328,12 @@ class EnvironmentFactoryTests(unittest.TestCase):
             self.assertEqual(total[0], 1.0)
             self.assertLess(total[1], 0.5)
             # Graded: the episodes are closed on the server (nothing else would close them).
-            for env in trainer.environments:
-                self.assertIsNone(env._client.episode_id)
-                with self.assertRaises(EnvworkerError) as caught:
-                    EnvClient(URL, "reverse-text").state(env._last.episode_id)
-                self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
+            with EnvClient(URL, "reverse-text") as probe:
+                for env in trainer.environments:
+                    self.assertIsNone(env._client.episode_id)
+                    with self.assertRaises(EnvworkerError) as caught:
+                        probe.state(env._last.episode_id)
+                    self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
         finally:
             trainer.close()
 
@@ -455,10 +456,11 @@ class RealTrainerTests(unittest.TestCase):
             t.train()
             played = [e for e in t.environments if e._last is not None]
             self.assertTrue(played)
-            for e in played:
-                with self.assertRaises(EnvworkerError) as caught:
-                    EnvClient(URL, "math-tools").state(e._last.episode_id)
-                self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
+            with EnvClient(URL, "math-tools") as probe:
+                for e in played:
+                    with self.assertRaises(EnvworkerError) as caught:
+                        probe.state(e._last.episode_id)
+                    self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
 
     def test_environment_factory(self) -> None:
         import tempfile
