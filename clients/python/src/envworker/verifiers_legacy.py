@@ -135,7 +135,8 @@ class EnvworkerMultiTurnEnv(vf.MultiTurnEnv):
         self.metric_names = [str(r["name"]) for r in first.rubric]
         super().__init__(
             dataset=Dataset.from_list(rows),
-            eval_dataset=Dataset.from_list(eval_rows) if eval_rows else None,
+            # Without an eval split of its own, evaluation uses the same examples.
+            eval_dataset=Dataset.from_list(eval_rows if eval_rows else rows),
             rubric=self._rubric(),
             tool_defs=tool_defs(first.tools) or None,
             # The server ends the episode (done) at its own turn limit; verifiers' own limit stays off.
