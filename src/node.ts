@@ -18,6 +18,7 @@ import { readNodeBody } from "./node/node-body.ts";
 import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
+import { JudgeClient } from "./server/judge-client.ts";
 
 export interface RunningServer {
   url: string;
@@ -65,9 +66,11 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
   const sandbox = opts.sandbox ?? createSandbox(undefined, concurrency);
   const python = createPythonSandbox(concurrency);
+  // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
+  const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope) }),
+    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope), judge: judge?.forScope(scope) }),
     timeoutMs: config.envTimeoutMs,
     minThreads: config.envThreads,
   });

@@ -15,7 +15,8 @@ import { handleEpisodeMcp, isEpisodeMcp, withQuerySession } from "./mcp-episode.
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
-import { inlineEngine, type EnvEngine } from "./engine.ts";
+import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
+import { scoreAnswer, scoreBatch } from "./score.ts";
 import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
@@ -35,8 +36,8 @@ export interface AppOptions {
   webSocket?: MiddlewareHandler<AppEnv> | undefined;
   /** Request bodies larger than this get 413 (default 1 MiB). */
   maxBodyBytes?: number;
-  /** Sandbox and friends for tools and reward functions of stateless routes (score, mcp), when no engine is given. */
-  services?: Services;
+  /** Sandbox, judge and friends for tools and reward functions of stateless routes (score, mcp), when no engine is given; a function to scope them per caller. */
+  services?: Services | ScopeServices;
   /** Where the stateless routes' environment code runs (default: inline with `services`). */
   engine?: EnvEngine;
   /** Who is asking, for fair queueing of stateless calls (Node: the connection). Default: one key for all. */
@@ -164,7 +165,8 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   app.post(`${b}/score`, async (c) => {
     const req = await readBody(c, ScoreRequestSchema);
-    return answer(c, { results: await engine.score(c.get("env"), req.items, scopeOf(c)) });
+    const batch = scoreBatch(req);
+    return answer(c, scoreAnswer(batch, await engine.score(c.get("env"), batch, scopeOf(c))));
   });
   app.post(`${b}/examples`, async (c) => {
     const req = await readBody(c, ExamplesRequestSchema, true);
@@ -233,7 +235,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 export function sessionWebSocket(
   upgrade: UpgradeWebSocket<any>,
   host: EpisodeHost,
-  opts: { maxWsMessageBytes?: number | undefined; services?: Services | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined } = {},
+  opts: { maxWsMessageBytes?: number | undefined; services?: Services | ScopeServices | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined } = {},
 ): MiddlewareHandler<AppEnv> {
   const maxMessageBytes = opts.maxWsMessageBytes ?? 1 << 20;
   const engine = opts.engine ?? inlineEngine(opts.services ?? {});

@@ -8,7 +8,7 @@ import type { EpisodeHost } from "./episode-host.ts";
 import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { inlineEngine, type EnvEngine } from "./engine.ts";
+import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
 import { episodeTools, handleEpisodeMcp, isEpisodeMcp, specialStep, stepToolCall } from "./mcp-episode.ts";
@@ -45,7 +45,7 @@ export interface WsSessionOptions {
   maxMessageBytes: number;
   /** Runs MCP tool calls (default: inline with `services`). */
   engine?: Pick<EnvEngine, "mcp">;
-  services?: Services;
+  services?: Services | ScopeServices;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
 }

@@ -20,7 +20,7 @@ import { createApp } from "../server/app.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
 import { DurableObjectEpisodeHost } from "./durable-host.ts";
-import { workersSandbox } from "./sandbox.ts";
+import { workerServices } from "./services.ts";
 import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 
 /** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
@@ -55,7 +55,10 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
       envs: environments,
       host: new DurableObjectEpisodeHost(() => bindings!),
       maxBodyBytes: config.maxBodyBytes,
-      services: { sandbox: workersSandbox() },
+      services: workerServices(config),
+      // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):
+      // Cloudflare's edge sets the client's address; one key for all without it (local dev).
+      clientKey: (c) => c.req.header("cf-connecting-ip") ?? "client",
       token: config.token,
       webSocket: (c) => {
         const object = newEpisodeId();

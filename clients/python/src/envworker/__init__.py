@@ -12,12 +12,13 @@ in ``__all__`` when verifiers is installed. Both import verifiers only when used
 import importlib.util as _importlib_util
 from typing import Any as _Any
 
-from .client import EXAMPLES_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, to_action
+from .client import EXAMPLES_LIMIT, GROUP_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, score_groups, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
 from .types import EnvInfo, EpisodeResult, Example, ExamplesPage, GroupResult, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"
+
 
 def load_environment(base_url: str, env: str, split: "str | None" = None, args: "dict | None" = None, token: "str | None" = None, **kwargs: _Any) -> _Any:
     """verifiers' entry for the id ``envworker``: the envworker environment ``env`` at ``base_url``
@@ -51,6 +52,8 @@ __all__ = [
     "EpisodeResult",
     "GroupResult",
     "score",
+    "score_groups",
+    "GROUP_LIMIT",
     "examples",
     "Example",
     "ExamplesPage",
