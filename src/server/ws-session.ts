@@ -8,9 +8,10 @@ import type { EpisodeHost } from "./episode-host.ts";
 import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { inlineEngine, type EnvEngine } from "./engine.ts";
+import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
+import { episodeTools, handleEpisodeMcp, isEpisodeMcp, specialStep, stepToolCall } from "./mcp-episode.ts";
 
 export type WsDataReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
 export type WsReply = WsDataReply | { type: "state"; json: string };
@@ -44,9 +45,11 @@ export interface WsSessionOptions {
   maxMessageBytes: number;
   /** Runs MCP tool calls (default: inline with `services`). */
   engine?: Pick<EnvEngine, "mcp">;
-  services?: Services;
+  services?: Services | ScopeServices;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
+  /** Who the client is (client-id.ts): its episodes are kept in its share. */
+  client?: string | undefined;
 }
 
 export class WsSession {
@@ -107,11 +110,20 @@ export class WsSession {
         const req = ResetRequestSchema.safeParse(m.data ?? {});
         if (!req.success) throw new ApiError("VALIDATION_ERROR", "invalid reset data", zodIssues(req.error));
         await this.dispose();
-        const result = await this.host.reset(this.env, req.data);
+        const result = await this.host.reset(this.env, req.data, this.opts.client);
         this.episodeId = result.episode_id;
         return { reply: { type: "observation", data: result } };
       }
       case "step": {
+        // OpenEnv's MCPToolClient (list_tools, call_tool) and TextArena's text action (mcp-episode.ts).
+        const special = specialStep(m.data);
+        if (special?.kind === "list_tools") {
+          return { reply: { type: "observation", data: { observation: { tools: episodeTools(this.env), messages: [] }, reward: null, done: false, episode_id: this.episodeId ?? null } } };
+        }
+        if (special?.kind === "call_tool") {
+          return { reply: { type: "observation", data: await stepToolCall(this.env, this.host, this.requireEpisode(), special.name, special.args) } };
+        }
+        if (special?.kind === "text") return { reply: { type: "observation", data: await this.host.step(this.env, this.requireEpisode(), special.action) } };
         const action = ActionSchema.safeParse(m.data);
         if (!action.success) throw new ApiError("VALIDATION_ERROR", "invalid action", zodIssues(action.error));
         const result = await this.host.step(this.env, this.requireEpisode(), action.data);
@@ -122,6 +134,7 @@ export class WsSession {
         return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id) } : { type: "state", data: await this.host.state(this.env, id) } };
       }
       case "mcp": {
+        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data) } };
         const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
         return response === null ? {} : { reply: { type: "mcp", data: response } };
       }

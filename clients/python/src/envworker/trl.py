@@ -6,8 +6,9 @@ Three pieces, each usable alone (nothing here imports TRL; ``datasets`` only whe
   and ``example``, a reference the server re-derives the example from. Answers, hidden tests
   and ``info`` stay on the server.
 * :func:`reward_functions` / :func:`reward_function` — ``reward_funcs`` that grade TRL's
-  completions with the environment's rubric: one ``POST /score`` per batch, by reference. The
-  rubric's total counts (weight 1); each rubric function is logged too (weight 0).
+  completions with the environment's rubric: one ``POST /score`` per batch, by reference, the
+  completions of each prompt as one group (the environment's group reward functions see it
+  whole; judged rewards bring their judge's costs as ``judge_*`` metrics). The rubric's total counts (weight 1); each rubric function is logged too (weight 0).
 * :func:`environment_factory` — an ``environment_factory`` class for multi-turn and tool
   environments: ``reset(**row)`` opens the episode, the environment's tools (and a ``reply``
   method for answers and game moves) become the model's tools, ``get_reward()`` is the
@@ -46,7 +47,7 @@ import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._transport import DEFAULT_TIMEOUT, Transport
-from .client import EXAMPLES_LIMIT, EnvClient, _env_path, _examples, _score
+from .client import EXAMPLES_LIMIT, GROUP_LIMIT, EnvClient, _env_path, _examples, _score_groups
 from .errors import EnvworkerError
 from .types import ExamplesPage, ScoreResult, StepResult
 
@@ -165,7 +166,7 @@ def to_score_messages(messages: Union[str, Sequence[Mapping[str, Any]]]) -> Unio
     as ``{"role": "tool", "name": ..., "content": ...}`` without an id; the server (OpenAI
     format) wants ``arguments`` as a JSON string and a ``tool_call_id``. Calls get ids in order
     and each tool result answers the oldest open call of its name. Keys the server does not
-    know are dropped.
+    know are dropped, and so are the tool calls of a final assistant message: TRL never ran them.
     """
     if isinstance(messages, str):
         return messages
@@ -205,6 +206,11 @@ def to_score_messages(messages: Union[str, Sequence[Mapping[str, Any]]]) -> Unio
             out.append({"role": "tool", "content": _text(m.get("content")) or "", "tool_call_id": str(call_id)})
         elif role in ("user", "system"):
             out.append({"role": role, "content": _text(m.get("content")) or ""})
+    # Tool calls that end the completion were never run: TRL stopped its tool loop there
+    # (max_tool_calling_iterations, or results that would overflow max_completion_length).
+    # They are not the episode's tool calls, so the rubric must not count them.
+    if out and out[-1]["role"] == "assistant" and out[-1].pop("tool_calls", None) is not None and out[-1]["content"] is None:
+        out[-1]["content"] = ""
     return out
 
 
@@ -226,6 +232,26 @@ class RewardFunctions(list):
             scorer = getattr(fn, "scorer", None)
             if scorer is not None:
                 scorer.transport.close()
+
+
+def _prompt_groups(items: Sequence[Optional[Dict[str, Any]]]) -> List[List[Dict[str, Any]]]:
+    """GRPO's groups in a batch: TRL puts the ``num_generations`` completions of a prompt next to
+    each other, so consecutive items graded against the same thing (example reference, or
+    prompt, answer, info and args) form one group, which the environment's group reward
+    functions see whole. Rows of other environments (``None``) are left out."""
+    groups: List[List[Dict[str, Any]]] = []
+    last: Optional[str] = None
+    for item in items:
+        if item is None:
+            last = None
+            continue
+        key = json.dumps({k: v for k, v in item.items() if k != "completion"}, sort_keys=True, default=str)
+        if key == last and len(groups[-1]) < GROUP_LIMIT:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+        last = key
+    return groups
 
 
 class _Scorer:
@@ -280,9 +306,9 @@ class _Scorer:
         return items
 
     def _send(self, items: List[Optional[Dict[str, Any]]]) -> List[Optional[ScoreResult]]:
-        todo = [it for it in items if it is not None]
+        groups = _prompt_groups(items)
         self.requests += 1
-        scored = iter(_score(self.transport, self.path, todo))
+        scored = iter([r for group in _score_groups(self.transport, self.path, groups) for r in group])
         return [next(scored) if it is not None else None for it in items]
 
     def score(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Optional[ScoreResult]]:
@@ -290,6 +316,7 @@ class _Scorer:
             if self._batch is not completions:
                 self._results = self._send(self.items(prompts, completions, kwargs))
                 self._batch = completions
+                _release_episodes(kwargs.get("environments"), len(completions))
             return self._results
 
     async def score_async(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Optional[ScoreResult]]:
@@ -298,8 +325,24 @@ class _Scorer:
         if self._batch is not completions or self._pending is None:
             self._batch = completions
             items = self.items(prompts, completions, kwargs)
-            self._pending = asyncio.ensure_future(asyncio.to_thread(self._send, items))
+            environments = kwargs.get("environments")
+
+            def send() -> List[Optional[ScoreResult]]:
+                results = self._send(items)
+                _release_episodes(environments, len(completions))
+                return results
+
+            self._pending = asyncio.ensure_future(asyncio.to_thread(send))
         return await self._pending
+
+
+def _release_episodes(environments: Any, n: int) -> None:
+    """Close the episodes of the rollouts just graded: grading is the last thing TRL does with
+    them, and with ``owns_reward=False`` nothing else would close them before the next ``reset``
+    (the last batch's would stay open after ``train()``)."""
+    for e in list(environments or [])[:n]:
+        if isinstance(e, EnvworkerEnvironment):
+            e._release()
 
 
 def reward_functions(
@@ -599,6 +642,17 @@ class EnvworkerEnvironment:
             except EnvworkerError:
                 pass  # scoring is done; an episode that is already gone is fine
             return final
+
+
+    def _release(self) -> None:
+        """Close this rollout's episode once it is graded (the outcome stays for ``_finish``)."""
+        with self._lock:
+            if self._client.episode_id is None:
+                return
+            try:
+                self._client.close()
+            except EnvworkerError:
+                pass  # already gone: nothing to free
 
 
 def _close_client(client: EnvClient) -> None:
