@@ -44,7 +44,9 @@ function freePort(): Promise<number> {
   });
 }
 
-describe("envworker command", () => {
+// Each test runs the command as a child, often with spawnSync (120 s limit), which blocks this
+// process: vitest's default 30 s would fail a slow-but-finished test after the fact on a busy machine.
+describe("envworker command", { timeout: 120_000 }, () => {
   it("serves every environment (what `npm start` runs) and stops on SIGTERM", async () => {
     // detached: its own process group, so the test can signal the group as a terminal or a
     // service manager does (the shim and the server each receive the signal).
