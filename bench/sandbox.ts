@@ -19,7 +19,7 @@ import { promisify } from "node:util";
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
-import { createQuickJSThreadSandbox } from "../src/sandbox/quickjs-thread.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
@@ -100,7 +100,7 @@ export async function benchSandbox(): Promise<void> {
     memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
     await sandbox.dispose();
   };
-  await pooled("QuickJS in worker threads (Node, ENVWORKER_SANDBOX=quickjs)", () => createQuickJSThreadSandbox());
+  await pooled("QuickJS in child processes (Node, ENVWORKER_SANDBOX=quickjs)", () => createQuickJSProcessSandbox());
 
   const rssBefore = process.memoryUsage.rss();
   const inProcess = createIsolatedVmSandbox();

@@ -54,8 +54,8 @@ export function createSandbox(kind: SandboxKind = sandboxKindFromEnv(), options:
     case "quickjs":
       if (isNode() && options.quickjsThreads !== false) {
         return new LazySandbox(kind, async () => {
-          const m = (await importNodeOnly("./quickjs-thread.ts")) as typeof import("./quickjs-thread.ts");
-          return m.createQuickJSThreadSandbox({ maxConcurrency });
+          const m = (await importNodeOnly("./quickjs-process.ts")) as typeof import("./quickjs-process.ts");
+          return m.createQuickJSProcessSandbox({ maxConcurrency });
         });
       }
       return createQuickJSSandbox({ ...options.quickjs, ...(maxConcurrency ? { maxConcurrency } : {}) });
