@@ -56,7 +56,7 @@ function exitLatch(): { end: (exit: HostExit) => void; onExit: (listener: (exit:
 
 type Refable = { ref?: () => void; unref?: () => void } | null | undefined;
 
-export function processHost(profile: ConfinementProfile, options: ConfineOptions = {}): HostHandle {
+export function processHost(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): HostHandle {
   const { end, onExit } = exitLatch();
   let listener: ((message: HostReply) => void) | undefined;
   let child: ChildProcess | undefined;
@@ -83,7 +83,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     if (!child) return;
     for (const handle of [child, child.stdin, child.stdout, child.stderr] as Refable[]) handle?.[on ? "ref" : "unref"]?.();
   };
-  const started = launchConfined(profile, options).then((confined) => {
+  const started = launchConfined(profile, options, args).then((confined) => {
     child = confined.child;
     if (killed) child.kill("SIGKILL");
     // The last few KiB of stderr: how V8 explains an abort.

@@ -1,6 +1,7 @@
 /**
- * Worker-thread entry of the python sandbox (python.ts): one Pyodide interpreter serving one run at
- * a time over the thread's message port.
+ * Worker-thread entry of the python sandbox: one Pyodide interpreter serving one run at a time over
+ * the thread's message port, in a confined child process whose main thread (python-host.ts) relays
+ * runs from the server (python.ts) and interrupts them.
  *
  * Start-up (~2.5 s): load Pyodide with no packages and an empty `js` namespace, run the lockdown
  * and define the runner (python-guest.ts), make the pre-existing file system read-only, then take a
@@ -16,11 +17,12 @@
  *
  * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
  * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
- * (captured bytes stop at the cap). The time limit is the host's: it writes SIGINT into the shared
- * interrupt buffer (Python raises KeyboardInterrupt at the next bytecode boundary) and terminates
- * this thread if that does not end the run.
+ * (captured bytes stop at the cap). The time limit is python-host.ts's: it writes SIGINT into the
+ * shared interrupt buffer (Python raises KeyboardInterrupt at the next bytecode boundary); the
+ * server kills the whole process if that does not end the run.
  */
-import { fileURLToPath } from "node:url";
+import { constants as fsConstants } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 import { memoryError, toRunResult } from "./report.ts";
 import { PYTHON_SETUP } from "./python-guest.ts";
@@ -42,7 +44,8 @@ export type PythonWorkerMessage =
 
 const port = parentPort;
 if (!port) throw new Error("python-worker.ts must run in a worker thread");
-const interrupt = new Int32Array((workerData as { interrupt: SharedArrayBuffer }).interrupt);
+const { interrupt: interruptBuffer, indexURL } = workerData as { interrupt: SharedArrayBuffer; indexURL: string };
+const interrupt = new Int32Array(interruptBuffer);
 
 // ---- memory limit: every growth of a WebAssembly memory in this thread goes through here --------
 let growLimitBytes = Number.POSITIVE_INFINITY;
@@ -157,9 +160,9 @@ let snapshot: Snapshot;
 let fatal = false;
 
 try {
+  allowNodefsInit();
   const { loadPyodide } = await import("pyodide");
-  // Inside a worker started from source Pyodide cannot find its own directory: tell it.
-  const indexURL = fileURLToPath(new URL(".", import.meta.resolve("pyodide")));
+  // Pyodide cannot find its own directory from a bundle (python-host.ts is told it by the server).
   const pyodide = await loadPyodide({
     indexURL,
     // The `js` module is a proxy of this object: nothing in it. (The lockdown removes `js` anyway.)
@@ -212,6 +215,17 @@ port.on("message", (req: PythonWorkerRequest) => {
     }
   }
 });
+
+/**
+ * Pyodide's NODEFS (never mounted here) reads `process.binding("constants").fs` when the module
+ * loads, and Node's permission model (the confined host, confine.ts) refuses process.binding: give it
+ * those constants, the same values `node:fs` exports, and nothing else.
+ */
+function allowNodefsInit(): void {
+  const proc = process as unknown as { binding(name: string): unknown };
+  const original = proc.binding.bind(process);
+  proc.binding = (name: string) => (name === "constants" ? { fs: fsConstants, os: osConstants } : original(name));
+}
 
 function dead(): RunResult {
   return { ok: false, result: null, stdout: "", stderr: "", error: { name: "SandboxError", message: "the interpreter is no longer usable" }, elapsedMs: 0 };
