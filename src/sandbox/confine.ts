@@ -256,7 +256,7 @@ function chmodTree(dir: string): void {
 
 /** What bubblewrap binds: the system's libraries (Node links to them), Node itself and the readable directories. */
 function bwrapArgs(readable: string[], uid: number | undefined): string[] {
-  const args = [...namespaceArgs(uid), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/"];
+  const args = [...namespaceArgs(uid), "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/"];
   for (const path of ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32"]) {
     let stat;
     try {

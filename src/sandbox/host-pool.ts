@@ -55,6 +55,15 @@ export interface HostPoolOptions {
   recycleAfterRuns?: number;
   /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
   validate?(code: string, options: RunOptions): void;
+  /**
+   * Hosts are dedicated to a queue key (an episode, a client of a stateless route): a host that
+   * served one key never serves another, so a guest that escaped its engine and took over its host
+   * process can tamper only with later runs of its own key (README.md "The residual"). A new key
+   * gets a fresh host (one is kept started ahead); the least recently used idle host of another
+   * key is stopped to make room. Runs without a key share one key. Default false: a host serves
+   * any key (each switch of key costs a host start-up).
+   */
+  affinity?: boolean;
 }
 
 /**
@@ -97,6 +106,8 @@ class Host {
   retire = false;
   runs = 0;
   private exit: HostExit | undefined;
+  /** The queue key this host serves (affinity), once it served one. */
+  key: string | undefined;
 
   constructor(
     private readonly handle: HostHandle,
@@ -293,7 +304,7 @@ export class HostPoolSandbox implements Sandbox {
     const { onStart, ...queueOptions } = options;
     const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
-      const host = this.acquire(limits);
+      const host = this.acquire(limits, options.queueKey ?? "");
       try {
         try {
           await host.ready;
@@ -333,19 +344,53 @@ export class HostPoolSandbox implements Sandbox {
     this.all.clear();
   }
 
-  /** An idle host that can serve `limits` (memory a wasm engine took never shrinks), else a fresh one. */
-  private acquire(limits?: RunLimits): Host {
-    for (let host = this.idle.pop(); host; host = this.idle.pop()) {
+  /**
+   * An idle host that can serve `limits` (memory a wasm engine took never shrinks) and, with
+   * affinity, `key` (its own, else a fresh one); else a newly started one.
+   */
+  private acquire(limits?: RunLimits, key?: string): Host {
+    const affinity = this.options.affinity === true && key !== undefined;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const host = this.idle[i]!;
       if (host.dead) {
+        this.idle.splice(i, 1);
         this.all.delete(host); // died while idle
         continue;
       }
+      if (affinity && host.key !== key) continue;
+      this.idle.splice(i, 1);
       if (!limits || !this.options.memory.fits || this.options.memory.fits(limits, host.grownBytes)) return host;
       this.replaced++;
       this.all.delete(host);
       host.kill();
+      break;
     }
-    return this.startHost();
+    if (!affinity) return this.startHost();
+    // A fresh host (the spare started ahead, if any), kept to this key from now on.
+    const fresh = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
+    const host = fresh >= 0 ? this.idle.splice(fresh, 1)[0]! : this.startHost();
+    host.key = key;
+    this.makeRoom();
+    this.keepSpare();
+    return host;
+  }
+
+  /** Affinity: at most maxConcurrency + 1 hosts alive; the least recently used idle ones go first. */
+  private makeRoom(): void {
+    while (this.all.size > this.limiter.max + 1) {
+      const oldest = this.idle.findIndex((h) => h.key !== undefined);
+      if (oldest < 0) return;
+      const [host] = this.idle.splice(oldest, 1);
+      this.all.delete(host!);
+      host!.kill();
+    }
+  }
+
+  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up. */
+  private keepSpare(): void {
+    if (this.disposed || this.idle.some((h) => h.key === undefined && !h.dead)) return;
+    this.idle.unshift(this.startHost());
+    this.makeRoom();
   }
 
   private release(host: Host): void {
@@ -355,7 +400,8 @@ export class HostPoolSandbox implements Sandbox {
       this.all.delete(host);
       host.kill();
       // Replace it right away, so the next run does not pay the start-up.
-      if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
+      if (this.options.affinity) this.keepSpare();
+      else if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
     } else this.idle.push(host);
   }
 

@@ -14,6 +14,8 @@ import type { RunLimits } from "./types.ts";
 export interface IsolatedVmProcessSandboxOptions {
   /** Max concurrent runs = max child processes (default: number of CPUs). */
   maxConcurrency?: number;
+  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
+  affinity?: boolean;
   /** How the children are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
@@ -56,5 +58,6 @@ export function createIsolatedVmProcessSandbox(options: IsolatedVmProcessSandbox
     watchdogSlackMs: WATCHDOG_SLACK_MS,
     memory: { killAboveBytes, retireAboveBytes },
     cooperativeCancel: true,
+    affinity: options.affinity,
   });
 }

@@ -42,6 +42,8 @@ export interface PythonSandboxOptions {
   recycleAfterRuns?: number;
   /** Replace an interpreter whose memory grew more than this above its start size (default 64 MiB). */
   retainedGrowthMb?: number;
+  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
+  affinity?: boolean;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
@@ -104,6 +106,7 @@ export class PythonSandbox extends HostPoolSandbox {
       },
       cooperativeCancel: true,
       recycleAfterRuns: options.recycleAfterRuns ?? 20_000,
+      affinity: options.affinity,
       validate: validatePython,
     });
   }

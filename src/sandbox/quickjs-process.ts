@@ -17,6 +17,8 @@ export interface QuickJSProcessSandboxOptions {
   maxConcurrency?: number;
   /** Extra time past timeoutMs before the watchdog kills the process (default 500 ms). */
   watchdogSlackMs?: number;
+  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
+  affinity?: boolean;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
@@ -58,5 +60,6 @@ export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOption
     watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
     memory: { retireAboveBytes: () => RETIRE_ABOVE_BYTES },
     cooperativeCancel: false,
+    affinity: options.affinity,
   });
 }
