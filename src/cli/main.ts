@@ -98,6 +98,9 @@ async function serveCommand(argv: string[]): Promise<number> {
   const { startServer } = await import("../node.ts");
   const server = await startServer(envs, config);
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
+  // Sandbox hosts are confined (src/sandbox/confine.ts); say so now if this machine weakens that.
+  const { warnIfWeaklyConfined } = await import("../sandbox/confine.ts");
+  warnIfWeaklyConfined();
   for (const e of envs) console.log(`  ${server.url}/envs/${e.name}  ${e.description}`);
   // A signal to the process group reaches this process twice (directly, and forwarded by the
   // bin shim): stopping is idempotent, so the second one does not cut in-flight requests short.
