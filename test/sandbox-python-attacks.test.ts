@@ -73,6 +73,67 @@ describe("python sandbox: no route to the host", () => {
     await attack("cls = [c for c in object.__subclasses__() if c.__name__ == 'JsProxy'][0]\ncls()", ["TypeError", "IndexError", "NameError"]);
   });
 
+  it("reaches none of the functions the lockdown replaced, through closures or the object graph", async () => {
+    // The escape: the lockdown's guard around _imp.create_builtin held the real one in its closure;
+    // with it a guest re-created _pyodide_core and ran JavaScript in the sandbox's thread.
+    const exploit = [
+      "import _imp",
+      "real = [c.cell_contents for c in (_imp.create_builtin.__closure__ or ()) if getattr(c.cell_contents, '__name__', '') == 'create_builtin']",
+      "class S: name = '_pyodide_core'",
+      "core = real[0](S())",
+      "str(core.to_js([0]).constructor.constructor('return typeof process')())",
+    ].join("\n");
+    await attack(exploit, ["IndexError"]);
+    await attack("import signal\nreal = [c.cell_contents for c in (signal.signal.__closure__ or ()) if callable(c.cell_contents)]\nreal[0](2, lambda *a: None)", ["IndexError"]);
+    // Whatever route: no replaced built-in function is reachable from anything the collector tracks.
+    const r = await harmless(
+      [
+        "import gc",
+        "found = []",
+        "for o in gc.get_objects():",
+        "    for x in [o] + gc.get_referents(o):",
+        "        if type(x) is type(len) and getattr(x, '__name__', '') in ('create_builtin', 'exec_builtin', 'create_dynamic', 'exec_dynamic', 'signal'):",
+        "            found.append(repr(x))",
+        "sorted(set(found))",
+      ].join("\n"),
+      { timeoutMs: 20_000 },
+    );
+    expect(r).toMatchObject({ ok: true, result: [] });
+    // Creating any built-in module afresh is refused, allowed names included; preloaded ones import.
+    await attack("import _imp, importlib.machinery as m\n_imp.create_builtin(m.ModuleSpec('math', m.BuiltinImporter))", NO_MODULE);
+    await attack("import _imp, math\n_imp.exec_builtin(math)", NO_MODULE);
+    expect(await harmless("import csv, array, zlib, unicodedata, _sha2\ncsv.__name__")).toMatchObject({ ok: true, result: "csv" });
+    // Handlers for signals other than the time limit's are accepted (and never fire).
+    expect(await harmless("import signal\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n1")).toMatchObject({ ok: true, result: 1 });
+  }, 60_000);
+
+  it("writes to the terminal devices land in the run's capped stdout, not in the host's memory", async () => {
+    // Emscripten's own /dev/tty kept every byte before a newline in a JavaScript array on the
+    // thread's heap (outside every limit) until V8 aborted the whole process.
+    for (const dev of ["/dev/tty", "/dev/tty1"]) {
+      const r = await harmless(`f = open('${dev}', 'wb', buffering=0)\nfor _ in range(300): f.write(b'x' * (1 << 20))\n1`, { timeoutMs: 10_000, maxOutputBytes: 4096 });
+      expect(r).toMatchObject({ ok: true, result: 1, truncated: true });
+      expect(r.stdout.length).toBeLessThanOrEqual(4096 + 20);
+    }
+    const said = await harmless("open('/dev/tty', 'w').write('to the terminal\\n')\nopen('/dev/tty', 'rb', buffering=0).read()", { stdin: "typed" });
+    expect(said).toMatchObject({ ok: true, stdout: "to the terminal\n", result: "b'typed'" });
+  }, 60_000);
+
+  it("counts files against the run's memory: big files, growing truncates, floods of entries", async () => {
+    const options: RunOptions = { timeoutMs: 10_000, memoryMb: 32 };
+    const full = { ok: false, error: { name: "OSError", message: expect.stringContaining("No space left") } };
+    // MEMFS keeps file data on the thread's JavaScript heap, beyond the WebAssembly memory limit.
+    expect(await harmless("f = open('/tmp/big', 'wb')\nfor _ in range(1000): f.write(b'x' * (1 << 20))", options)).toMatchObject(full);
+    expect(await harmless("import os\nfd = os.open('/tmp/t', os.O_CREAT | os.O_WRONLY)\nos.ftruncate(fd, 3 * 10**9)", options)).toMatchObject(full);
+    expect(await harmless("import os\nfor i in range(10**6): os.mkdir('/home/pyodide/' + 'a' * 200 + str(i))", options)).toMatchObject(full);
+    const flood = await harmless("n = 0\ntry:\n    while True:\n        open('/tmp/f%d' % n, 'w').close()\n        n += 1\nexcept OSError:\n    pass\nn", options);
+    expect(flood).toMatchObject({ ok: true });
+    expect(flood.result).toBeLessThanOrEqual(10_000);
+    // What a run deletes is given back; ordinary scratch files work.
+    const rewrite = "import os\nfor i in range(100):\n    with open('/tmp/x', 'wb') as f: f.write(b'z' * (1 << 20))\n    os.unlink('/tmp/x')\nopen('/tmp/a', 'w').write('hi')\nopen('/tmp/a').read()";
+    expect(await harmless(rewrite, options)).toMatchObject({ ok: true, result: "hi" });
+  }, 120_000);
+
   it("has no ctypes, sockets, subprocesses, network or process exits", async () => {
     for (const m of ["ctypes", "_ctypes", "socket", "_socket", "ssl", "subprocess", "_posixsubprocess", "multiprocessing", "select", "mmap", "faulthandler", "urllib.request", "http.client", "asyncio"]) {
       await attack(`import ${m}`, NO_MODULE);

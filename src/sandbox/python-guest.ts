@@ -8,13 +8,14 @@
  *    call any C symbol, `emscripten_run_script` included). The lockdown removes those modules from
  *    `sys.modules`, clears their dictionaries (so functions that stay reachable through the object
  *    graph, e.g. via `object.__subclasses__()` and `__globals__`, reach nothing), takes Pyodide's
- *    import hooks off `sys.meta_path`, and patches `_imp` so a blocked built-in module can never be
- *    created again and a module that was already loaded cannot be created or re-executed afresh
- *    (that would hand out its original functions, e.g. an unpatched `signal.signal`). Extension
- *    modules cannot be loaded at all (`_imp.create_dynamic` refuses): loading one would change
- *    state outside the interpreter's memory. It then VERIFIES the result: after a full collection
- *    no JsProxy and no blocked module may be reachable from any object the collector knows;
- *    otherwise the interpreter refuses to start (fail closed).
+ *    import hooks off `sys.meta_path`, creates every allowed built-in module up front and then
+ *    replaces `_imp`'s creators outright, so no built-in module can be created or re-executed
+ *    afresh (that would hand out `_pyodide_core`, or original functions such as an unpatched
+ *    `signal.signal`). No replacement calls the function it replaced: a Python function's closure
+ *    is readable by the guest, so the originals must be gone, not wrapped. Extension modules
+ *    cannot be loaded at all. It then VERIFIES the result: after a full collection no JsProxy, no
+ *    blocked module and none of the replaced built-in functions may be reachable from any object
+ *    the collector knows; otherwise the interpreter refuses to start (fail closed).
  *    Network (`_socket`), subprocesses (`_posixsubprocess`), `faulthandler`, `mmap`, `select`,
  *    `fcntl`, `termios` and CPython's test modules are blocked the same way; `os._exit` and
  *    `os.abort` raise SystemExit instead of tearing down the interpreter; SIGINT (the time limit's
@@ -75,6 +76,11 @@ export const BLOCKED_MODULES = [
   "imaplib",
   "xmlrpc",
   "socketserver",
+  // Sub-interpreters start with fresh, un-locked-down modules (not built into Pyodide today).
+  "_interpreters",
+  "_interpqueues",
+  "_interpchannels",
+  "_xxsubinterpreters",
 ] as const;
 
 /** Modules imported before the snapshot, so a guest's `import` of them costs nothing. */
@@ -161,32 +167,30 @@ def __envworker_setup(blocked, preload):
             if type(v) is type(sys) and is_blocked(getattr(v, "__name__", None)):
                 del d[k]
 
-    loaded = frozenset(sys.modules)
-    created = set()
-    create_builtin = _imp.create_builtin
-    exec_builtin = _imp.exec_builtin
+    # Every built-in module a guest may use is created now, before the lockdown, so that creating
+    # or re-initialising a built-in module can afterwards be refused outright. A guard that let some
+    # names through would have to call the real _imp.create_builtin, so hold it, and whatever a
+    # Python function holds a guest can reach (__closure__, gc.get_referents): with it a guest
+    # re-created _pyodide_core and reached the thread's JavaScript. The real functions must not
+    # survive the lockdown at all (__envworker_verify checks that none is reachable).
+    for name in sys.builtin_module_names:
+        if name not in sys.modules and not is_blocked(name):
+            try:
+                __import__(name)
+            except Exception:
+                pass
 
-    def guarded_create_builtin(spec):
+    def refuse_builtin(spec, *args):
         name = getattr(spec, "name", None)
         if not isinstance(name, str) or is_blocked(name):
             raise refuse(name)
-        if name in loaded:
-            # Created afresh, an already-loaded built-in would come back unpatched.
-            raise ImportError("re-creating the built-in module %r is not supported in the sandbox" % (name,), name=name)
-        mod = create_builtin(spec)
-        created.add(id(mod))
-        return mod
-
-    def guarded_exec_builtin(mod):
-        if id(mod) not in created:
-            raise ImportError("re-initialising a built-in module is not supported in the sandbox")
-        return exec_builtin(mod)
+        raise ImportError("creating or re-initialising a built-in module is not supported in the sandbox", name=name)
 
     def refuse_dynamic(spec, file=None):
         raise ImportError("loading extension modules is not supported in the sandbox", name=getattr(spec, "name", None))
 
-    _imp.create_builtin = guarded_create_builtin
-    _imp.exec_builtin = guarded_exec_builtin
+    _imp.create_builtin = refuse_builtin
+    _imp.exec_builtin = refuse_builtin
     _imp.create_dynamic = refuse_dynamic
     if hasattr(_imp, "exec_dynamic"):
         _imp.exec_dynamic = refuse_dynamic
@@ -204,17 +208,23 @@ def __envworker_setup(blocked, preload):
         for m in (posix, os):
             m.__dict__.pop(name, None)
 
-    # The time limit arrives as SIGINT: it can be neither ignored nor handled by the guest.
-    real_signal = _signal.signal
+    # The time limit arrives as SIGINT: it can be neither ignored nor handled by the guest. Its
+    # handler is set here once; afterwards no guest can reach the real _signal.signal (a wrapper
+    # that called it would hand it out through its closure). Installing a handler for any other
+    # signal is accepted and does nothing: no other signal ever arrives inside the sandbox.
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    SIGINT = _signal.SIGINT
+    SIG_DFL = _signal.SIG_DFL
 
     def guarded_signal(signalnum, handler):
-        if signalnum == _signal.SIGINT:
+        if signalnum == SIGINT:
             raise ValueError("SIGINT is reserved by the sandbox")
-        return real_signal(signalnum, handler)
+        if not isinstance(signalnum, int) or not (callable(handler) or isinstance(handler, int)):
+            raise TypeError("signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object")
+        return SIG_DFL
 
     _signal.signal = guarded_signal
     signal.signal = guarded_signal
-    real_signal(_signal.SIGINT, _signal.default_int_handler)
 
     # Objects of Pyodide's classes that something still holds (the JsFinder on the JavaScript
     # side, the event loop...): empty them, so what they referred to (JsProxies) goes away.
@@ -233,9 +243,18 @@ def __envworker_verify():
     import gc, sys
     gc.collect()
     leaks = []
+    # The built-ins the lockdown replaced: whoever holds one of them can undo it.
+    replaced = {("_imp", "create_builtin"), ("_imp", "exec_builtin"), ("_imp", "create_dynamic"), ("_imp", "exec_dynamic"), ("_signal", "signal")}
+    builtin_function = type(len)
+    module = type(sys)
     for o in gc.get_objects():
         for r in [o] + gc.get_referents(o):
             t = type(r)
+            if t is builtin_function:
+                owner = getattr(r, "__self__", None)
+                if type(owner) is module and (getattr(owner, "__name__", None), r.__name__) in replaced:
+                    leaks.append("the real %s.%s" % (owner.__name__, r.__name__))
+                continue
             if isinstance(r, type):
                 continue  # classes of Pyodide's (empty-namespace modules) are inert
             tm = getattr(t, "__module__", "") or ""

@@ -98,6 +98,12 @@ function writer(stream: "stdout" | "stderr") {
 let stdinBytes = new Uint8Array(0);
 let stdinOffset = 0;
 const encoder = new TextEncoder();
+function readStdin(buffer: Uint8Array | Int8Array): number {
+  const n = Math.min(buffer.length, stdinBytes.length - stdinOffset);
+  buffer.set(stdinBytes.subarray(stdinOffset, stdinOffset + n));
+  stdinOffset += n;
+  return n;
+}
 
 // ---- load and lock down -----------------------------------------------------------------------
 type Emscripten = {
@@ -108,10 +114,13 @@ type Emscripten = {
   _emscripten_stack_get_end(): number;
   HEAPU32: Uint32Array;
   FS: EmscriptenFS;
+  ERRNO_CODES?: Record<string, number>;
 };
 // The parts of Emscripten's FS used here (untyped in pyodide's typings).
 type FsNode = {
   name: string;
+  rdev?: number;
+  usedBytes?: number;
   mode: number;
   parent: FsNode;
   contents: unknown;
@@ -129,6 +138,9 @@ type EmscriptenFS = {
   streams: (FsStream | null | undefined)[];
   cwd(): string;
   chdir(path: string): void;
+  writeFile(path: string, data: string): void;
+  unlink(path: string): void;
+  registerDevice(dev: number, ops: Record<string, unknown>): void;
   close(stream: FsStream): void;
   lookupPath(path: string): { node: FsNode };
   isDir(mode: number): boolean;
@@ -174,15 +186,7 @@ try {
   });
   pyodide.setStdout(writer("stdout"));
   pyodide.setStderr(writer("stderr"));
-  pyodide.setStdin({
-    isatty: false,
-    read(buffer: Uint8Array): number {
-      const n = Math.min(buffer.length, stdinBytes.length - stdinOffset);
-      buffer.set(stdinBytes.subarray(stdinOffset, stdinOffset + n));
-      stdinOffset += n;
-      return n;
-    },
-  });
+  pyodide.setStdin({ isatty: false, read: readStdin });
   pyodide.setInterruptBuffer(interrupt);
   // Pyodide reports a fatal error (a trap in a run) on the console; the host reports it as the run's result.
   for (const method of ["log", "info", "warn", "error", "debug"] as const) console[method] = () => {};
@@ -196,6 +200,8 @@ try {
   verify();
   verify.destroy();
   (pyodide.globals as unknown as { delete(k: string): void }).delete("__envworker_verify");
+  routeTerminals(M.FS);
+  boundWritableFiles(M.FS, M.ERRNO_CODES?.ENOSPC ?? 51);
   lockFileSystem(M.FS);
   snapshot = takeSnapshot();
   port.postMessage({ type: "ready", heapBytes: M.HEAPU8.length, loadMs: performance.now() - started } satisfies PythonWorkerMessage);
@@ -241,6 +247,7 @@ function runOnce(req: PythonWorkerRequest): RunResult {
   capture.stderr = newCapture();
   growRefused = false;
   growLimitBytes = snapshot.size + limits.memoryMb * 1024 * 1024;
+  files = { budget: limits.memoryMb * 1024 * 1024, entries: 0, counted: new WeakMap() };
   Atomics.store(interrupt, 0, 0);
   const t0 = performance.now();
   let reportText: string | undefined;
@@ -337,6 +344,115 @@ function restore(): void {
     w.node.mode = w.mode;
   }
   FS.chdir(snapshot.cwd);
+}
+
+/**
+ * The terminals (/dev/tty, /dev/tty1, and any device node a guest makes with their numbers) are the
+ * run's stdin and stdout. Emscripten's own terminal keeps what is written to it in a JavaScript
+ * array until a newline, outside the memory limit, the output cap and the snapshot: 1 MiB writes
+ * without a newline grew this thread's heap until V8 aborted the whole process. Its reads went to
+ * the host process's own stdin.
+ */
+function routeTerminals(FS: EmscriptenFS): void {
+  const stdout = writer("stdout");
+  const terminal = {
+    open() {},
+    close() {},
+    fsync() {},
+    read: (_stream: FsStream, buffer: Int8Array, offset: number, length: number) => readStdin(buffer.subarray(offset, offset + length)),
+    write: (_stream: FsStream, buffer: Int8Array, offset: number, length: number) => stdout.write(new Uint8Array(buffer.buffer, buffer.byteOffset + offset, length)),
+  };
+  for (const path of ["/dev/tty", "/dev/tty1"]) {
+    const rdev = FS.lookupPath(path).node.rdev;
+    if (rdev !== undefined) FS.registerDevice(rdev, terminal);
+  }
+}
+
+/** What a run may still add to the writable directories (reset for every run). */
+let files = { budget: 0, entries: 0, counted: new WeakMap<FsNode, number>() };
+/** Files, directories and links one run may create. */
+const MAX_RUN_ENTRIES = 10_000;
+/** What an entry costs besides its data: the node object and its name. */
+const ENTRY_BYTES = 256;
+
+/**
+ * Files live in Emscripten's in-memory file system, as JavaScript arrays on this thread's heap:
+ * outside the WebAssembly memory and its limit. So what a run writes counts against its own
+ * memoryMb (data at the capacity actually allocated, entries at their size and names), and a
+ * write, truncate-to-grow or allocation past it fails with ENOSPC. Deleting a file no descriptor
+ * holds gives its bytes back; restore() drops everything after the run.
+ */
+function boundWritableFiles(FS: EmscriptenFS, ENOSPC: number): void {
+  FS.writeFile("/tmp/.envworker-probe", "");
+  const file = FS.lookupPath("/tmp/.envworker-probe").node;
+  FS.unlink("/tmp/.envworker-probe");
+  const dir = FS.lookupPath("/tmp").node;
+  const noSpace = () => new FS.ErrnoError(ENOSPC);
+  const capacity = (node: FsNode) => (node.contents as { length?: number } | null)?.length ?? 0;
+  const mayGrowTo = (node: FsNode, size: number) => {
+    if (size > capacity(node) && size - capacity(node) > files.budget) throw noSpace();
+  };
+  const charge = (node: FsNode) => {
+    const now = capacity(node);
+    const before = files.counted.get(node) ?? 0;
+    if (now > before) {
+      files.budget -= now - before;
+      files.counted.set(node, now);
+    }
+  };
+  const entry = (name: string, extra = "") => {
+    const cost = ENTRY_BYTES + 2 * (name.length + extra.length);
+    if (files.entries >= MAX_RUN_ENTRIES || cost > files.budget) throw noSpace();
+    files.entries += 1;
+    files.budget -= cost;
+  };
+  type Op = (...args: never[]) => unknown;
+  const wrap = <T extends Op>(ops: Record<string, unknown>, name: string, f: (real: T) => T) => {
+    const real = ops[name] as T | undefined;
+    if (typeof real === "function") ops[name] = f(real.bind(ops) as T);
+  };
+  // MEMFS shares one ops object among all files and one among all directories: patched in place,
+  // before lockFileSystem copies them for the read-only nodes.
+  wrap(file.stream_ops, "write", (real: (s: FsStream, b: Int8Array, o: number, l: number, p: number, c?: boolean) => number) => (s, b, o, l, p, c) => {
+    mayGrowTo(s.node, p + l);
+    const n = real(s, b, o, l, p, c);
+    charge(s.node);
+    return n;
+  });
+  wrap(file.stream_ops, "allocate", (real: (s: FsStream, o: number, l: number) => void) => (s, o, l) => {
+    mayGrowTo(s.node, o + l);
+    real(s, o, l);
+    charge(s.node);
+  });
+  wrap(file.node_ops, "setattr", (real: (n: FsNode, a: { size?: number }) => void) => (n, a) => {
+    if (typeof a?.size === "number") mayGrowTo(n, a.size);
+    real(n, a);
+    charge(n);
+  });
+  wrap(dir.node_ops, "mknod", (real: (p: FsNode, name: string, mode: number, dev: number) => FsNode) => (p, name, mode, dev) => {
+    entry(String(name));
+    return real(p, name, mode, dev);
+  });
+  wrap(dir.node_ops, "symlink", (real: (p: FsNode, name: string, target: string) => FsNode) => (p, name, target) => {
+    entry(String(name), String(target));
+    return real(p, name, target);
+  });
+  // A file deleted while no descriptor holds it is gone: its bytes and entry are given back (a run
+  // that rewrites a scratch file in a loop stays within its budget).
+  wrap(dir.node_ops, "unlink", (real: (p: FsNode, name: string) => void) => (p, name) => {
+    const node = (p.contents as Record<string, FsNode> | undefined)?.[name];
+    real(p, name);
+    const counted = node ? files.counted.get(node) : undefined;
+    if (node && counted !== undefined && !FS.streams.some((s) => s?.node === node)) {
+      files.budget += counted + ENTRY_BYTES;
+      files.entries = Math.max(0, files.entries - 1);
+      files.counted.delete(node);
+    }
+  });
+  wrap(dir.node_ops, "rename", (real: (n: FsNode, d: FsNode, name: string) => void) => (n, d, name) => {
+    entry(String(name));
+    real(n, d, name);
+  });
 }
 
 /**
