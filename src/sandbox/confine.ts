@@ -51,6 +51,12 @@ export interface ConfinementProfile {
   nodeFlags?: string[];
   /** RLIMIT_AS in MiB: measured per engine (README.md "Confinement"). */
   addressSpaceMb: number;
+  /**
+   * Native stack of the main thread, MiB (RLIMIT_STACK, and V8's limit just under it), where the
+   * engine runs deep native recursion there (Pyodide). Without prlimit the OS default (8 MiB) stays
+   * and V8's limit follows it.
+   */
+  stackMb?: number;
 }
 
 export interface ConfineOptions {
@@ -305,12 +311,21 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
     ...(profile.noEval ? ["--disallow-code-generation-from-strings"] : []),
     "--no-warnings",
     ...(profile.nodeFlags ?? []),
+    ...(profile.stackMb ? [`--stack-size=${(tools().prlimit ? profile.stackMb : 8) * 1024 - 1024}`] : []),
     mainEntry,
     ...args,
   ];
   const t = tools();
   const limits = t.prlimit
-    ? [t.prlimit, `--as=${profile.addressSpaceMb * 1024 * 1024}`, "--fsize=0", "--core=0", `--nproc=${MAX_PROCESSES}`, "--"]
+    ? [
+        t.prlimit,
+        `--as=${profile.addressSpaceMb * 1024 * 1024}`,
+        "--fsize=0",
+        "--core=0",
+        `--nproc=${MAX_PROCESSES}`,
+        ...(profile.stackMb ? [`--stack=${profile.stackMb * 1024 * 1024}`] : []),
+        "--",
+      ]
     : [];
   const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(made.readable, uid)] : [];
   // Below the server in CPU priority (as environment threads are): a guest that spins must not slow

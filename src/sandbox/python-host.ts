@@ -1,122 +1,84 @@
 /**
- * Child-process entry of the python sandbox (python.ts; started confined, confine.ts). The
- * interpreter itself runs on a worker thread of this process (python-worker.ts): its time limit is
- * a SIGINT written into a SharedArrayBuffer the interpreter polls, and someone must be free to write
- * it while Python runs. This process's main thread is that someone: it relays runs between the
- * server (host-protocol.ts over stdin/stdout) and the interpreter thread, interrupts a run at its
- * deadline (again every INTERRUPT_REPEAT_MS, for code that catches KeyboardInterrupt) or when the
- * server cancels it, and reports the process's RSS while a run is in flight. What the interrupt
- * cannot stop (a C-level loop) the server's watchdog ends by killing this process.
+ * Child-process entry of the python sandbox (python.ts; started confined, confine.ts): the
+ * interpreter (python-worker.ts, imported below) runs on this process's main thread and serves one
+ * run at a time from the server (host-protocol.ts over stdin/stdout). Its time limit is a SIGINT
+ * written into Pyodide's interrupt buffer by a timer thread (python-timer.ts), which sleeps until a
+ * run's deadline; what the interrupt cannot stop (a C-level loop) the server's watchdog ends by
+ * killing this process.
+ *
+ * Why not the interpreter on a worker thread with this thread relaying (as first built): that is a
+ * second hop per run, measured at 0.4-0.6x the runs/s of the old in-server threads; on the main
+ * thread a run costs one pipe round trip (and rarely a wake-up of the timer).
+ *
+ * The answer is written as soon as the run is over, before the interpreter restores its snapshot
+ * (python-worker.ts), so the restore is off the run's latency. A run blocks this thread: there is
+ * no usage heartbeat; the interpreter's memory is bounded by the refused wasm growth, the process's
+ * heap and address-space limits.
  */
 import { Worker } from "node:worker_threads";
 import { siblingModule } from "../node/ts-worker.ts";
 import { childPort } from "./host-channel.ts";
-import { serveRuns, type ServedSandbox } from "./host-protocol.ts";
+import type { HostRequest } from "./host-protocol.ts";
+import { link, onInterpreterAnswer, request } from "./python-link.ts";
 import { resolveLimits } from "./options.ts";
-import type { PythonWorkerMessage, PythonWorkerRequest } from "./python-worker.ts";
-import { errorResult } from "./options.ts";
 import { timeoutError } from "./report.ts";
-import type { RunOptions, RunResult } from "./types.ts";
+import type { PythonWorkerMessage } from "./python-worker.ts";
+import "./python-worker.ts";
 
-const INTERRUPT_REPEAT_MS = 50;
-const SIGINT = 2;
-const HEARTBEAT_MS = 20;
-/** The JavaScript heap of the interpreter's thread (its output buffers); Python's memory is WebAssembly memory, limited per run. */
-const THREAD_JS_HEAP_MB = 256;
-/**
- * The thread's native stack, on which WebAssembly frames live. Python-to-Python calls use no C
- * stack, but C-level recursion (repr/json of deeply nested data, the parser) does; measured, with
- * the 4 MiB default it overflowed (a fatal error of the interpreter) before CPython's own C-stack
- * check fired, with 64 MiB CPython's check or the time limit ends such runs first.
- */
-const THREAD_STACK_MB = 64;
-
-const indexURL = process.argv[2];
-if (!indexURL) throw new Error("python-host: Pyodide's directory is its first argument");
 const port = childPort();
-const interrupt = new Int32Array(new SharedArrayBuffer(4));
-// Bundled (confined), the worker is a sibling `.mjs`; from source, the `.ts` beside this file.
-const workerEntry = import.meta.url.endsWith(".mjs") ? new URL("./python-worker.mjs", import.meta.url) : siblingModule("python-worker", import.meta.url);
-const worker = new Worker(workerEntry, {
-  workerData: { interrupt: interrupt.buffer, indexURL },
-  resourceLimits: { maxOldGenerationSizeMb: THREAD_JS_HEAP_MB, stackSizeMb: THREAD_STACK_MB },
-});
-// The interpreter's thread is gone (out of its heap, a crash): so is this host; the server sees it die.
-worker.on("error", (err) => die(err.message));
-worker.on("exit", (code) => die(`the interpreter's thread exited (${code})`));
-function die(why: string): never {
-  process.stderr.write(`${why}\n`);
-  process.exit(1);
-}
+const control = new Int32Array(new SharedArrayBuffer(16));
+// Deadlines are ms since this origin, on a clock both threads share.
+const origin = Math.floor(performance.timeOrigin);
+const now = () => Math.floor(performance.timeOrigin + performance.now() - origin);
+// Bundled (confined), the timer is a sibling `.mjs`; from source, the `.ts` beside this file.
+const timerEntry = import.meta.url.endsWith(".mjs") ? new URL("./python-timer.mjs", import.meta.url) : siblingModule("python-timer", import.meta.url);
+const timer = new Worker(timerEntry, { workerData: { control: control.buffer, interrupt: link.interrupt.buffer, origin }, resourceLimits: { maxOldGenerationSizeMb: 16 } });
+timer.unref();
+timer.on("error", () => process.exit(1));
 
 let heapBytes = 0;
+let current: { id: number; timeoutMs: number } | undefined;
 let fatal = false;
-let inFlight: { id: number; resolve: (r: RunResult) => void } | undefined;
-let nextId = 1;
 
-const ready = new Promise<void>((resolve, reject) => {
-  worker.on("message", (msg: PythonWorkerMessage) => {
-    if (msg.type === "ready") {
-      heapBytes = msg.heapBytes;
-      resolve();
-    } else if (msg.type === "failed-to-start") reject(new Error(msg.message));
-    else if (inFlight && msg.id === inFlight.id) {
-      heapBytes = msg.heapBytes;
-      if (msg.fatal) fatal = true;
-      const done = inFlight.resolve;
-      inFlight = undefined;
-      done(msg.result);
-    }
-  });
+onInterpreterAnswer((message: PythonWorkerMessage) => {
+  if (message.type === "failed-to-start") {
+    process.stderr.write(`the interpreter failed to start: ${message.message}\n`);
+    process.exit(1);
+  }
+  heapBytes = message.heapBytes;
+  if (message.type === "ready") return;
+  const run = current;
+  current = undefined;
+  Atomics.store(control, 0, 0);
+  if (!run || message.id !== run.id) return;
+  if (message.fatal) fatal = true;
+  // This side's knowledge wins: a run it had to interrupt timed out, whatever it answered.
+  const interrupted = Atomics.load(control, 2) === run.id;
+  const result = interrupted ? { ...message.result, ok: false, result: null, error: timeoutError({ timeoutMs: run.timeoutMs }) } : message.result;
+  port.post({ type: "result", id: run.id, result, bytes: process.memoryUsage.rss(), engineBytes: heapBytes, ...(fatal ? { retire: true } : {}) });
 });
-await ready.catch((err: Error) => die(`the interpreter failed to start: ${err.message}`));
 
-const python: ServedSandbox = {
-  kind: "python",
-  run(code: string, options: RunOptions = {}): Promise<RunResult> {
-    const limits = resolveLimits(options);
-    const id = nextId++;
-    const started = performance.now();
-    return new Promise<RunResult>((resolve) => {
-      let interrupted = false;
-      let repeat: ReturnType<typeof setInterval> | undefined;
-      const poke = () => {
-        if (inFlight?.id !== id) return;
-        interrupted = true;
-        Atomics.store(interrupt, 0, SIGINT);
-      };
-      const soft = setTimeout(() => {
-        poke();
-        repeat = setInterval(poke, INTERRUPT_REPEAT_MS);
-      }, limits.timeoutMs);
-      const onAbort = () => {
-        // The server answered the caller already; stop the run so this host is free sooner.
-        poke();
-        repeat ??= setInterval(poke, INTERRUPT_REPEAT_MS);
-      };
-      options.signal?.addEventListener("abort", onAbort, { once: true });
-      inFlight = {
-        id,
-        resolve: (r) => {
-          clearTimeout(soft);
-          clearInterval(repeat);
-          options.signal?.removeEventListener("abort", onAbort);
-          // This side's knowledge wins: a run it had to interrupt timed out, whatever it answered.
-          resolve(interrupted ? { ...r, ok: false, result: null, error: timeoutError({ timeoutMs: limits.timeoutMs }) } : r);
-        },
-      };
-      if (fatal) {
-        inFlight = undefined;
-        resolve(errorResult("SandboxError", "the interpreter is no longer usable", performance.now() - started));
-        return;
-      }
-      const request: PythonWorkerRequest = { id, code, stdin: options.stdin ?? "", limits, globalsJson: JSON.stringify(options.globals ?? {}) };
-      worker.postMessage(request);
-    });
-  },
-  retire: () => fatal,
-  memoryBytes: () => heapBytes,
-  dispose: async () => void (await worker.terminate()),
-};
+port.onMessage((message: HostRequest) => {
+  if (message.type !== "run") return; // a cancel arrives after its run is over (this thread was busy): nothing to stop
+  const { id, code, options } = message;
+  if (fatal) {
+    const result = { ok: false, result: null, stdout: "", stderr: "", error: { name: "SandboxError", message: "the interpreter is no longer usable" }, elapsedMs: 0 };
+    port.post({ type: "result", id, result, bytes: process.memoryUsage.rss(), engineBytes: heapBytes, retire: true });
+    return;
+  }
+  const limits = resolveLimits(options);
+  current = { id, timeoutMs: limits.timeoutMs };
+  const deadline = now() + limits.timeoutMs;
+  Atomics.store(control, 1, deadline);
+  Atomics.store(control, 0, id);
+  // Wake the timer only if it is idle or would wake after this deadline (python-timer.ts).
+  const wake = Atomics.load(control, 3);
+  if (wake === 0) Atomics.notify(control, 0);
+  else if (deadline < wake) {
+    Atomics.store(control, 3, deadline);
+    Atomics.notify(control, 3);
+  }
+  request({ id, code, stdin: options.stdin ?? "", limits, globalsJson: JSON.stringify(options.globals ?? {}) });
+});
 
-serveRuns(port, python, { usage: () => process.memoryUsage.rss(), engineUsage: () => heapBytes, heartbeatMs: HEARTBEAT_MS });
+port.post({ type: "ready", bytes: process.memoryUsage.rss(), engineBytes: heapBytes });

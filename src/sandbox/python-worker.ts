@@ -1,7 +1,8 @@
 /**
- * Worker-thread entry of the python sandbox: one Pyodide interpreter serving one run at a time over
- * the thread's message port, in a confined child process whose main thread (python-host.ts) relays
- * runs from the server (python.ts) and interrupts them.
+ * The interpreter of the python sandbox: one Pyodide interpreter serving one run at a time, on the
+ * main thread of a confined child process (python-host.ts, which imports this module and hands it
+ * runs from the server through python-link.ts). The name is historical: it lived on a worker thread
+ * of the server until issue 22, and its messages keep that shape.
  *
  * Start-up (~2.5 s): load Pyodide with no packages and an empty `js` namespace, run the lockdown
  * and define the runner (python-guest.ts), make the pre-existing file system read-only, then take a
@@ -17,13 +18,13 @@
  *
  * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
  * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
- * (captured bytes stop at the cap). The time limit is python-host.ts's: it writes SIGINT into the
- * shared interrupt buffer (Python raises KeyboardInterrupt at the next bytecode boundary); the
- * server kills the whole process if that does not end the run.
+ * (captured bytes stop at the cap). The time limit is the host's: a timer thread (python-timer.ts)
+ * writes SIGINT into the shared interrupt buffer (Python raises KeyboardInterrupt at the next
+ * bytecode boundary); the server kills the whole process if that does not end the run.
  */
 import { constants as fsConstants } from "node:fs";
 import { constants as osConstants } from "node:os";
-import { parentPort, workerData } from "node:worker_threads";
+import { link } from "./python-link.ts";
 import { memoryError, toRunResult } from "./report.ts";
 import { PYTHON_SETUP } from "./python-guest.ts";
 import type { RunLimits, RunResult } from "./types.ts";
@@ -42,10 +43,9 @@ export type PythonWorkerMessage =
   | { type: "failed-to-start"; message: string }
   | { type: "result"; id: number; result: RunResult; heapBytes: number; fatal: boolean };
 
-const port = parentPort;
-if (!port) throw new Error("python-worker.ts must run in a worker thread");
-const { interrupt: interruptBuffer, indexURL } = workerData as { interrupt: SharedArrayBuffer; indexURL: string };
-const interrupt = new Int32Array(interruptBuffer);
+// The host process's main thread (python-host.ts) is on the other end, on this same thread.
+const port = link;
+const { interrupt, indexURL } = link;
 
 // ---- memory limit: every growth of a WebAssembly memory in this thread goes through here --------
 let growLimitBytes = Number.POSITIVE_INFINITY;

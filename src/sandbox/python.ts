@@ -31,7 +31,7 @@ import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
 import { HostPoolSandbox } from "./host-pool.ts";
-import type { RunLimits, RunOptions } from "./types.ts";
+import type { RunOptions } from "./types.ts";
 
 export interface PythonSandboxOptions {
   /** Max concurrent runs = max interpreters (default: number of CPUs). */
@@ -50,26 +50,27 @@ export interface PythonSandboxOptions {
 
 const WATCHDOG_SLACK_MS = 500;
 const MiB = 1024 * 1024;
-/**
- * RSS a process may gain during a run before it is killed: the run's wasm growth, the interpreter
- * thread's JavaScript heap (256 MiB, its own limit) and room for the rest. A backstop: the memory
- * limit proper is enforced on the wasm memory inside (python-worker.ts).
- */
-const killAboveBytes = (limits: RunLimits) => limits.memoryMb * MiB + 384 * MiB;
 
 /**
  * How a Python process is confined: Pyodide's directory is its only package; a worker thread is
- * allowed (the interpreter's); wasm bounds checks instead of guard regions (each wasm memory would
- * otherwise reserve ~10 GiB of the limited address space).
+ * allowed (the timer that interrupts the interpreter); V8's wasm trap handler stays on (explicit
+ * bounds checks measured ~10% slower here), so the address space allows its guard regions (Pyodide
+ * failed to start under 16 GiB, starts under 24 GiB); a 64 MiB native
+ * stack for the interpreter on the main thread: Python-to-Python calls use no C stack, but C-level
+ * recursion (repr/json of deeply nested data, the parser) does; measured, with 4 MiB it overflowed
+ * (a fatal error of the interpreter) before CPython's own C-stack check fired, with 64 MiB
+ * CPython's check or the time limit ends such runs first.
  */
 export const PYTHON_PROFILE: ConfinementProfile = {
   name: "python",
-  entries: { "python-host": siblingModule("python-host", import.meta.url), "python-worker": siblingModule("python-worker", import.meta.url) },
+  entries: { "python-host": siblingModule("python-host", import.meta.url), "python-timer": siblingModule("python-timer", import.meta.url) },
   packages: ["pyodide"],
   workers: true,
   noEval: true,
-  nodeFlags: ["--disable-wasm-trap-handler"],
-  addressSpaceMb: 8 * 1024,
+  // The interpreter's JavaScript heap (its output buffers); Python's memory is wasm memory, limited per run.
+  nodeFlags: ["--max-old-space-size=256"],
+  addressSpaceMb: 24 * 1024,
+  stackMb: 64,
 };
 
 let pyodideDir: string | undefined;
@@ -99,7 +100,6 @@ export class PythonSandbox extends HostPoolSandbox {
       maxConcurrency: options.maxConcurrency,
       watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
       memory: {
-        killAboveBytes,
         retireAboveBytes: () => retainedGrowthBytes,
         // Memory the interpreter took stays usable by the next run: one grown past a run's limit does not serve it.
         fits: (limits, grown) => grown <= limits.memoryMb * MiB,
