@@ -63,8 +63,10 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // its runs.
   const owned = opts.sandbox === undefined;
   const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
-  const sandbox = opts.sandbox ?? createSandbox(undefined, concurrency);
-  const python = createPythonSandbox(concurrency);
+  // ENVWORKER_SANDBOX_AFFINITY=key: a host per episode / client (src/sandbox/README.md "The residual").
+  const affinity = config.sandboxAffinity ? { affinity: true } : {};
+  const sandbox = opts.sandbox ?? createSandbox(undefined, { ...concurrency, ...affinity });
+  const python = createPythonSandbox({ ...concurrency, ...affinity });
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
     services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope) }),

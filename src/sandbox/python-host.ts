@@ -16,7 +16,6 @@
  * heap and address-space limits.
  */
 import { Worker } from "node:worker_threads";
-import { siblingModule } from "../node/ts-worker.ts";
 import { childPort } from "./host-channel.ts";
 import type { HostRequest } from "./host-protocol.ts";
 import { link, onInterpreterAnswer, request } from "./python-link.ts";
@@ -30,8 +29,8 @@ const control = new Int32Array(new SharedArrayBuffer(16));
 // Deadlines are ms since this origin, on a clock both threads share.
 const origin = Math.floor(performance.timeOrigin);
 const now = () => Math.floor(performance.timeOrigin + performance.now() - origin);
-// Bundled (confined), the timer is a sibling `.mjs`; from source, the `.ts` beside this file.
-const timerEntry = import.meta.url.endsWith(".mjs") ? new URL("./python-timer.mjs", import.meta.url) : siblingModule("python-timer", import.meta.url);
+// The host always runs bundled (confine.ts): the timer is the sibling entry of the same bundle.
+const timerEntry = new URL("./python-timer.mjs", import.meta.url);
 const timer = new Worker(timerEntry, { workerData: { control: control.buffer, interrupt: link.interrupt.buffer, origin }, resourceLimits: { maxOldGenerationSizeMb: 16 } });
 timer.unref();
 timer.on("error", () => process.exit(1));
