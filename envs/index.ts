@@ -4,13 +4,14 @@ import alphabetSort from "./alphabet-sort/index.ts";
 import countdown from "./countdown/index.ts";
 import jsCode from "./js-code/index.ts";
 import mathTools, { mathToolsPython } from "./math-tools/index.ts";
+import openQa from "./open-qa/index.ts";
 import pyCode from "./py-code/index.ts";
 import reverseText from "./reverse-text/index.ts";
 import wordChain from "./word-chain/index.ts";
 import wordGroups from "./word-groups/index.ts";
 import wordle from "./wordle/index.ts";
 
-export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode, pyCode, mathToolsPython];
+export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode, pyCode, mathToolsPython, openQa];
 
 /**
  * Environments that need the Python sandbox (`Services.python`, Pyodide in worker threads): Node

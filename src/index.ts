@@ -19,7 +19,24 @@ export {
   type TurnContext,
 } from "./env/environment.ts";
 export { defineTool, type McpTool, type OpenAITool, type Tool, type ToolContext, type ToolSpec } from "./env/define-tool.ts";
-export type { RewardFunction, RewardInput, RubricEntry, RubricScore } from "./env/rubric.ts";
+export type { GroupRewardFunction, RewardFunction, RewardInput, RubricEntry, RubricScore } from "./env/rubric.ts";
+
+// Judged rewards: a reward function asks the operator's judge model.
+export {
+  defineJudge,
+  fillTemplate,
+  JudgeError,
+  labelledValues,
+  yesNoVerdict,
+  type Judge,
+  type JudgeErrorCode,
+  type JudgeInput,
+  type JudgeMessage,
+  type JudgeReply,
+  type JudgeRequest,
+  type JudgeService,
+  type JudgeSpec,
+} from "./env/judge.ts";
 export type { Action, AssistantMessage, EnvMessage, JsonObject, JsonValue, Message, SystemMessage, ToolCall, ToolMessage, UserMessage } from "./env/messages.ts";
 export type { Services } from "./env/services.ts";
 export type { Observation, StepResult } from "./env/episode.ts";

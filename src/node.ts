@@ -11,13 +11,15 @@ import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
 import { createSandbox, scopedSandbox, type Sandbox } from "./sandbox/index.ts";
-import { DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
+import { DEFAULT_CLIENT_SHARE_PCT, DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
+import { clientIdentity, nodeAddress } from "./server/client-id.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
 import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
+import { JudgeClient } from "./server/judge-client.ts";
 
 export interface RunningServer {
   url: string;
@@ -37,20 +39,13 @@ export interface NodeAppOptions {
   sandbox?: Sandbox;
 }
 
-/** One key per HTTP connection, for fair queueing of stateless calls (score, MCP). */
-const connectionKeys = new WeakMap<object, string>();
-let nextConnection = 1;
-function connectionKey(c: Context): string {
-  const socket = (c.env as { incoming?: { socket?: object } } | undefined)?.incoming?.socket;
-  if (!socket) return "client";
-  let key = connectionKeys.get(socket);
-  if (!key) connectionKeys.set(socket, (key = `conn:${nextConnection++}`));
-  return key;
-}
-
 export function buildNodeApp(envs: readonly Environment[], config: Partial<ServerConfig> = {}, opts: NodeAppOptions = {}) {
-  const store = new MemoryEpisodeStore({ maxEpisodes: config.maxEpisodes, idleTimeoutMs: config.idleTimeoutMs });
-  const budget = new MemoryBudget(config.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_MB * 2 ** 20, () => store.bytes);
+  // Each client (client-id.ts) may hold a share of the episodes and of the memory budget.
+  const clientShare = config.clientShare ?? DEFAULT_CLIENT_SHARE_PCT / 100;
+  const maxEpisodes = config.maxEpisodes ?? 10_000;
+  const store = new MemoryEpisodeStore({ maxEpisodes, maxEpisodesPerClient: Math.max(1, Math.floor(maxEpisodes * clientShare)), idleTimeoutMs: config.idleTimeoutMs });
+  const budget = new MemoryBudget(config.maxMemoryBytes ?? DEFAULT_MAX_MEMORY_MB * 2 ** 20, () => store.bytes, { clientShare, storedBy: (client) => store.bytesFor(client) });
+  const clientOf = clientIdentity(config.token, nodeAddress);
   // @hono/node-ws routes upgrade requests through `app.request`; the app needs the upgrade helper
   // to be built, so hand node-ws a late-bound reference to it.
   let app: Hono<any> | undefined;
@@ -67,9 +62,11 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const affinity = config.sandboxAffinity ? { affinity: true } : {};
   const sandbox = opts.sandbox ?? createSandbox(undefined, { ...concurrency, ...affinity });
   const python = createPythonSandbox({ ...concurrency, ...affinity });
+  // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
+  const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope) }),
+    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope), judge: judge?.forScope(scope) }),
     timeoutMs: config.envTimeoutMs,
     minThreads: config.envThreads,
   });
@@ -78,8 +75,9 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     envs,
     host,
     engine,
-    clientKey: connectionKey,
-    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget }),
+    clientOf,
+    budget,
+    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget, clientOf }),
     maxBodyBytes: config.maxBodyBytes,
     // Bodies arriving are held against the memory budget too (many slow large bodies at once).
     readBody: (c, max) => readNodeBody(c, max, budget),

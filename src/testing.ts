@@ -15,7 +15,9 @@ import type { RubricScore } from "./env/rubric.ts";
 import type { Services } from "./env/services.ts";
 import { createSandbox } from "./sandbox/index.ts";
 import type { Sandbox } from "./sandbox/types.ts";
-import { scoreItems } from "./server/score.ts";
+import { scoreGroups } from "./server/score.ts";
+import type { ScoreItem } from "./server/protocol.ts";
+import type { JudgeService } from "./env/judge.ts";
 
 export type { EnvironmentFailure, Observation, StepResult, RubricScore };
 
@@ -201,15 +203,17 @@ export interface ScoreOptions {
   info?: Record<string, unknown>;
   args?: Record<string, unknown>;
   sandbox?: Sandbox;
+  /** The judge judged rewards ask (a fake in unit tests; see JudgeService). */
+  judge?: JudgeService;
 }
 
 /** Score a completion statelessly, exactly as `POST /score` does (the environment's state is `{}` there). */
 export async function scoreCompletion(env: Environment, item: ScoreOptions): Promise<RubricScore> {
-  const { sandbox, ...rest } = item;
+  const { sandbox, judge, ...rest } = item;
   const own = sandbox === undefined ? createSandbox("quickjs") : undefined;
   try {
-    const [score] = await scoreItems(env, [rest as Parameters<typeof scoreItems>[1][number]], { sandbox: sandbox ?? own });
-    return score!;
+    const [[score]] = (await scoreGroups(env, { groups: [[rest as ScoreItem]], grouped: false }, { sandbox: sandbox ?? own, judge })) as [[RubricScore]];
+    return score;
   } finally {
     await own?.dispose();
   }

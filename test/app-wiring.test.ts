@@ -281,7 +281,7 @@ describe("a freshly built app", () => {
 
   it("passes each stateless call the caller's key and abort signal", async () => {
     const { engine, scopes } = recordingEngine();
-    const app = build({ engine, clientKey: (c) => c.req.header("x-who") ?? "nobody" });
+    const app = build({ engine, clientOf: (c) => c.req.header("x-who") ?? "nobody" });
     const sc = await json(postJson(app, "/envs/reverse-text/score", { items: [{ completion: "<reversed_text>ba</reversed_text>", answer: "ba" }] }, { "x-who": "alice" }));
     expect(sc).toMatchObject({ status: 200, body: { results: [{ reward: 1 }] } });
     expect((await json(postJson(app, "/envs/reverse-text/examples", "", { "x-who": "bob" }))).body.examples.length).toBeGreaterThan(0);

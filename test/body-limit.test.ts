@@ -14,7 +14,7 @@ import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { inlineEngine } from "../src/server/engine.ts";
-import { readNodeBody } from "../src/node/node-body.ts";
+import { FREE_PIECES, readNodeBody } from "../src/node/node-body.ts";
 import { MemoryBudget, SMALL_ARRIVING_BYTES } from "../src/server/memory.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
 
@@ -195,19 +195,52 @@ describe("readNodeBody with a memory budget", () => {
     expect(r.listeners()).toBe(0);
   });
 
-  it("holds a chunked body as it grows past 64 KiB, and gives it back when the body is read", async () => {
+  it("holds a chunked body at the size of the one buffer it is copied into, doubling as it grows, and gives it back when the body is read", async () => {
     const budget = new MemoryBudget(LIMIT, () => 0);
     const r = request();
     const text = readNodeBody(r.c, 1_000_000, budget);
     await r.arrive(bytes(SMALL_ARRIVING_BYTES));
-    expect(budget.bodyBytes).toBe(0); // up to 64 KiB is not counted
+    expect(budget.bodyBytes).toBe(0); // up to 64 KiB is in the small share
+    expect(budget.smallBodyBytes).toBe(SMALL_ARRIVING_BYTES);
     await r.arrive(bytes(10_000));
-    expect(budget.bodyBytes).toBe(SMALL_ARRIVING_BYTES + 10_000);
+    expect(budget.bodyBytes).toBe(2 * SMALL_ARRIVING_BYTES); // the buffer it now takes
+    expect(budget.smallBodyBytes).toBe(0);
     await r.arrive(bytes(10_000));
-    expect(budget.bodyBytes).toBe(SMALL_ARRIVING_BYTES + 20_000);
+    expect(budget.bodyBytes).toBe(2 * SMALL_ARRIVING_BYTES); // still fits
     r.incoming.end();
     expect((await text).length).toBe(SMALL_ARRIVING_BYTES + 20_000);
     expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("a chunked body in one-byte chunks is counted at its buffer, not per chunk, and read intact", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const r = request();
+    const text = readNodeBody(r.c, 1_000_000, budget);
+    for (let i = 0; i < FREE_PIECES; i++) r.incoming.write(Buffer.from(String(i % 10)));
+    await new Promise((done) => setImmediate(done));
+    expect(budget.smallBodyBytes).toBe(4096); // its buffer, not 1,024 Buffers
+    r.incoming.end();
+    expect(await text).toBe(Array.from({ length: FREE_PIECES }, (_, i) => String(i % 10)).join(""));
+    expect(budget.smallBodyBytes).toBe(0);
+  });
+
+  it("refuses a body in more pieces than FREE_PIECES and one per 256 bytes, asking to close the connection; larger pieces pass", async () => {
+    const budget = new MemoryBudget(LIMIT, () => 0);
+    const headers = new Map<string, string>();
+    const r = request();
+    (r.c.env as Record<string, unknown>).outgoing = { setHeader: (k: string, v: string) => headers.set(k, v) };
+    const text = readNodeBody(r.c, 1_000_000, budget);
+    for (let i = 0; i < FREE_PIECES + 10; i++) r.incoming.write(Buffer.from("x"));
+    await expect(text).rejects.toMatchObject({ code: "VALIDATION_ERROR", status: 400 });
+    expect(headers.get("connection")).toBe("close");
+    expect(budget.smallBodyBytes + budget.bodyBytes).toBe(0);
+    expect(r.listeners()).toBe(0);
+    // 1,500 pieces of 200 bytes: within 1,024 + 300,000 / 256.
+    const ok = request();
+    const read = readNodeBody(ok.c, 1_000_000, budget);
+    for (let i = 0; i < 1500; i++) ok.incoming.write(Buffer.alloc(200, "y"));
+    ok.incoming.end();
+    expect((await read).length).toBe(300_000);
   });
 
   it("refuses a declared body past the share OVERLOADED, drains it unread and keeps the other's hold", async () => {

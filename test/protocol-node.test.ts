@@ -26,7 +26,7 @@ conformanceSuite("node", { origin: () => server.url, maxBodyBytes: MAX_BODY, wit
 
 describe("node sessions", () => {
   it("refuses episodes past capacity with 429 CAPACITY_REACHED, over HTTP and WebSocket", async () => {
-    const small = await startServer(environments, { port: 0, maxEpisodes: 2 });
+    const small = await startServer(environments, { port: 0, maxEpisodes: 2, clientShare: 1 });
     try {
       const base = `${small.url}/envs/reverse-text`;
       const a = await post(`${base}/reset`, {});

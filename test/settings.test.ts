@@ -14,6 +14,9 @@ import { rawRequest } from "./helpers/raw-http.ts";
 import { freePort, spawnServe } from "./helpers/serve-process.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { readmeSettings } from "./helpers/readme.ts";
+import { postFrom } from "./helpers/http.ts";
+import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
+import { grader } from "../envs/open-qa/index.ts";
 
 const DOCUMENTED = readmeSettings().flatMap((r) => r.names);
 
@@ -29,8 +32,9 @@ function setting(names: string[], title: string, fn: () => Promise<void>, timeou
 // Live servers, one per group of settings that do not disturb each other.
 
 const LIMITS = { ENVWORKER_MAX_BODY_BYTES: "4096", ENVWORKER_MAX_WS_MESSAGE_BYTES: "2048", ENVWORKER_MAX_STEPS: "2", ENVWORKER_MAX_EPISODE_CHARS: "3000" };
-const SESSIONS = { ENVWORKER_MAX_EPISODES: "2", ENVWORKER_IDLE_TIMEOUT_S: "3", ENVWORKER_TOKEN: "settings-token" };
-const CODE = { ENVWORKER_ENV_TIMEOUT_S: "5", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_MAX_MEMORY_MB: "1" };
+// Every client may hold all of the episodes and of the budget on these two (ENVWORKER_CLIENT_SHARE has its own server).
+const SESSIONS = { ENVWORKER_MAX_EPISODES: "2", ENVWORKER_IDLE_TIMEOUT_S: "3", ENVWORKER_TOKEN: "settings-token", ENVWORKER_CLIENT_SHARE: "100" };
+const CODE = { ENVWORKER_ENV_TIMEOUT_S: "5", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_MAX_MEMORY_MB: "1", ENVWORKER_CLIENT_SHARE: "100" };
 
 let limits: LiveServer;
 let sessions: LiveServer;
@@ -218,6 +222,17 @@ describe("settings through the real environment variables (envworker serve)", ()
     }
   });
 
+  setting(["ENVWORKER_CLIENT_SHARE"], "one client (an address) may hold that percentage of the episodes (and of the memory budget); past it, 429 for that client while another is served", async () => {
+    const own = await startLiveServer({ ENVWORKER_MAX_EPISODES: "4", ENVWORKER_CLIENT_SHARE: "50" });
+    try {
+      const reset = (from: string) => postFrom(from, `${own.url}/envs/reverse-text/reset`, {}).then((r) => r.status);
+      expect([await reset("127.0.0.1"), await reset("127.0.0.1"), await reset("127.0.0.1")]).toEqual([200, 200, 429]);
+      expect([await reset("127.0.0.2"), await reset("127.0.0.2"), await reset("127.0.0.3")]).toEqual([200, 200, 429]); // 4 in all
+    } finally {
+      await own.stop();
+    }
+  });
+
   setting(["ENVWORKER_MAX_MEMORY_MB"], "past the budget a growing step is 503 OVERLOADED with Retry-After, and the episode keeps working", async () => {
     const base = "/envs/reverse-text";
     const r = await call(code, "POST", `${base}/reset`, { seed: 2 });
@@ -273,6 +288,85 @@ describe("settings through the real environment variables (envworker serve)", ()
     // The stuck request never completes: the server closes it after the grace and exits by itself.
     expect(await stuck.ended).not.toMatch(/^HTTP\/1\.1 200 /);
     expect(await stopped).toBe("0");
+  });
+});
+
+describe("judge settings through the real environment variables (envworker serve open-qa)", () => {
+  let mock: MockJudge;
+  beforeAll(async () => {
+    mock = await startMockJudge();
+  });
+  afterAll(() => mock?.close());
+
+  const reply = (exact: string) => `Exact Answer: ${exact}`;
+  const item = (exact: string, answer = "Ottawa") => ({ completion: reply(exact), answer, info: { question: "What is the capital city of Canada?" } });
+  const score = async (server: LiveServer, items: unknown[]) => (await call(server, "POST", "/envs/open-qa/score", { items })).body.results;
+
+  setting(
+    ["ENVWORKER_JUDGE_URL", "ENVWORKER_JUDGE_MODEL", "ENVWORKER_JUDGE_API_KEY", "ENVWORKER_JUDGE_TIMEOUT_S", "ENVWORKER_JUDGE_RETRIES"],
+    "the judge at that URL is asked with that model and key; an attempt past the timeout is retried that many times, then JUDGE_TIMEOUT",
+    async () => {
+      const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "1", ENVWORKER_JUDGE_RETRIES: "1" }), ["open-qa"]);
+      try {
+        const [right] = await score(server, [item("Ottawa")]);
+        expect(right).toMatchObject({ reward: 1, metrics: { judge_calls: 1 } });
+        const asked = mock.calls.at(-1)!;
+        expect([asked.path, asked.body.model, asked.headers.authorization]).toEqual(["/v1/chat/completions", "mock-judge", "Bearer sk-operator"]);
+        mock.hang = true;
+        const before = mock.calls.length;
+        const [timedOut] = await score(server, [item("Ottawa (hang)")]);
+        mock.hang = false;
+        expect(timedOut.errors.correct).toMatch(/^JUDGE_TIMEOUT: the judge did not answer within 1 s \(2 attempts\)/);
+        expect(mock.calls.length - before).toBe(2);
+      } finally {
+        mock.hang = false;
+        await server.stop();
+      }
+    },
+  );
+
+  setting(["ENVWORKER_JUDGE_CONCURRENCY", "ENVWORKER_JUDGE_CLIENT_CONCURRENCY"], "one client's calls run that many at once; the server's, over clients, that many", async () => {
+    const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_CONCURRENCY: "3", ENVWORKER_JUDGE_CLIENT_CONCURRENCY: "2", ENVWORKER_JUDGE_CACHE_ENTRIES: "0" }), ["open-qa"]);
+    try {
+      mock.delayMs = 300;
+      mock.maxActive = 0;
+      // One client, six judge calls: two at a time.
+      await score(server, ["a", "b", "c", "d", "e", "f"].map((x) => item(x)));
+      expect(mock.maxActive).toBe(2);
+      // Four clients (addresses: src/server/client-id.ts) at once, two calls each: three at a time over the server.
+      mock.maxActive = 0;
+      await Promise.all([1, 2, 3, 4].map((k) => postFrom(`127.0.0.${k}`, `${server.url}/envs/open-qa/score`, { items: [item(`${k}a`), item(`${k}b`)] })));
+      expect(mock.maxActive).toBe(3);
+    } finally {
+      mock.delayMs = 0;
+      await server.stop();
+    }
+  });
+
+  setting(["ENVWORKER_JUDGE_CACHE_ENTRIES", "ENVWORKER_JUDGE_MAX_REQUEST_CHARS"], "that many answers are cached (the oldest goes); a request of exactly the limit is sent, one character more is JUDGE_INVALID", async () => {
+    const limit = 3000;
+    // The grader's request for a completion of `n` characters, as open-qa renders it.
+    const chars = (n: number) => grader.request({ prompt: [], completion: [{ role: "assistant", content: "x".repeat(n) }], answer: "Ottawa", info: {} }, { question: "What is the capital city of Canada?" }).messages[0]!.content.length;
+    const fits = limit - chars(0);
+    expect(chars(fits)).toBe(limit);
+    const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_CACHE_ENTRIES: "1", ENVWORKER_JUDGE_MAX_REQUEST_CHARS: String(limit) }), ["open-qa"]);
+    try {
+      const before = mock.calls.length;
+      const exact = { completion: "x".repeat(fits), answer: "Ottawa", info: { question: "What is the capital city of Canada?" } };
+      const [atLimit, over] = await score(server, [exact, { ...exact, completion: "x".repeat(fits + 1) }]);
+      expect(atLimit.errors).toBeUndefined();
+      expect(over.errors.correct).toMatch(new RegExp(`^JUDGE_INVALID: the judge request holds ${limit + 1} characters`));
+      expect(mock.calls.length - before).toBe(1);
+
+      await score(server, [item("Ottawa")]);
+      const [hit] = await score(server, [item("Ottawa")]);
+      expect(hit.metrics).toMatchObject({ judge_cache_hits: 1, judge_calls: 0 });
+      await score(server, [item("Toronto")]); // evicts Ottawa's answer: one entry
+      const [again] = await score(server, [item("Ottawa")]);
+      expect(again.metrics).toMatchObject({ judge_cache_hits: 0, judge_calls: 1 });
+    } finally {
+      await server.stop();
+    }
   });
 });
 

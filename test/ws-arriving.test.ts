@@ -9,7 +9,7 @@ import { once } from "node:events";
 import { connect, type AddressInfo, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { holdArrivingFrames } from "../src/node/ws-arriving.ts";
+import { FRAGMENT_OVERHEAD, holdArrivingFrames, MAX_WS_FRAGMENTS, READ_BUFFER_OVERHEAD, receiverOf } from "../src/node/ws-arriving.ts";
 import { MemoryBudget, SMALL_ARRIVING_BYTES } from "../src/server/memory.ts";
 
 const TEXT = 1;
@@ -82,7 +82,8 @@ async function serveFrames(limitBytes: number, opts: { binaryType?: "fragments" 
     const added = socket.listeners("data").filter((l) => !before.includes(l));
     expect(added).toHaveLength(1);
     if (opts.binaryType) ws.binaryType = opts.binaryType;
-    const side: ServerSide = { ws, socket, counter: added[0] as ServerSide["counter"], received: 0, closed: once(ws, "close").then(() => undefined) };
+    ws.on("error", () => {}); // as @hono/node-ws does: ws closes the socket itself (1008, 1009)
+    const side: ServerSide = { ws, socket, counter: added[0] as ServerSide["counter"], received: 0, closed: new Promise<void>((done) => ws.once("close", () => done())) };
     socket.on("data", (chunk: Buffer) => (side.received += chunk.length));
     sides.push(side);
   });
@@ -139,6 +140,14 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 const bytes = (n: number) => Buffer.alloc(n, "a");
+/**
+ * What ws's reads held add to the bytes of a frame arriving (how many reads the kernel made of a
+ * write is its own business): their objects, and what the first keeps alive of bytes already used.
+ */
+const readsHeld = (side: ServerSide) => {
+  const { buffers } = receiverOf(side.ws)!;
+  return buffers.length * READ_BUFFER_OVERHEAD + (buffers[0]?.byteOffset ?? 0);
+};
 /** A text frame of 200 kB that never finishes: what a test sends of it is what arrives. */
 const LARGE = frame(TEXT, bytes(200_000));
 
@@ -146,10 +155,10 @@ describe("frames arriving on a WebSocket", () => {
   it("counts a frame cut short in the small share up to 64 KiB and in the bodies' share past it, all of what has arrived, and gives it back when the socket closes", async () => {
     const { budget, client } = await serveFrames(4 * 2 ** 20);
     const c = await client();
-    await c.write(LARGE.subarray(0, SMALL_ARRIVING_BYTES));
-    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([SMALL_ARRIVING_BYTES, 0]);
-    await c.write(LARGE.subarray(SMALL_ARRIVING_BYTES, 100_000));
-    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([0, 100_000]);
+    await c.write(LARGE.subarray(0, 60_000));
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([60_000 + readsHeld(c.server), 0]);
+    await c.write(LARGE.subarray(60_000, 100_000));
+    expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([0, 100_000 + readsHeld(c.server)]);
     c.socket.destroy();
     await c.server.closed;
     expect(budget.bodyBytes).toBe(0);
@@ -178,7 +187,7 @@ describe("frames arriving on a WebSocket", () => {
     const arriving = LONG_HEADER + 80_000;
     expect(budget.smallBodyBytes + budget.bodyBytes).toBe(0);
     await c.write(LARGE.subarray(0, arriving));
-    expect(budget.bodyBytes).toBe(arriving);
+    expect(budget.bodyBytes).toBe(arriving + readsHeld(c.server));
   });
 
   it("whole messages hold nothing once used, each arriving in one read; a frame cut off holds what arrived until it is whole", async () => {
@@ -193,33 +202,59 @@ describe("frames arriving on a WebSocket", () => {
     }
     const cut = frame(TEXT, bytes(30_000));
     await c.write(cut.subarray(0, 20_008)); // its 8-byte header and mask, and 20,000 bytes
-    expect(budget.smallBodyBytes).toBe(20_008);
+    expect(budget.smallBodyBytes).toBe(20_008 + readsHeld(c.server));
     await c.write(cut.subarray(20_008));
     expect(messages).toBe(4);
     expect(budget.smallBodyBytes).toBe(0);
     await c.write(cut.subarray(0, 5_008));
-    expect(budget.smallBodyBytes).toBe(5_008);
+    expect(budget.smallBodyBytes).toBe(5_008 + readsHeld(c.server));
     c.socket.destroy();
     await c.server.closed;
     expect([budget.smallBodyBytes, budget.bodyBytes]).toEqual([0, 0]);
   });
 
-  it("closes a socket whose frame does not fit the share with 1013, keeps the others' and counts none of its later bytes", async () => {
+  it("closes a socket whose frame does not fit the share with 1013, reads nothing more from it and keeps the others'", async () => {
     const { budget, client } = await serveFrames(4 * 150_000); // a 150 kB share
     const a = await client();
     await a.write(LARGE.subarray(0, 100_000));
-    expect(budget.bodyBytes).toBe(100_000);
+    const aHeld = 100_000 + readsHeld(a.server);
+    expect(budget.bodyBytes).toBe(aHeld);
     const b = await client();
-    await b.write(LARGE.subarray(0, 100_000)); // 200 kB with a's: over the share
-    expect(b.server.ws.readyState).toBe(WebSocket.CLOSING);
+    b.socket.write(LARGE.subarray(0, 100_000)); // 200 kB with a's: over the share
     expect(await b.closeFrame()).toEqual({ code: 1013, reason: "the server's memory for arriving messages is used up: try again later" });
-    expect(budget.bodyBytes).toBe(100_000); // a's; b kept nothing
+    expect(budget.bodyBytes).toBe(aHeld); // a's; b kept nothing
     expect(b.server.socket.listeners("data")).not.toContain(b.server.counter);
-    // Once a is gone, b's frame would fit; b is refused, so what it still sends is not counted.
+    // ws would otherwise go on parsing (and keeping) what b still sends until its close came back.
+    await b.server.closed;
+    expect(b.server.socket.destroyed).toBe(true);
+    expect(b.server.received).toBeLessThan(100_000);
     a.socket.destroy();
     await a.server.closed;
     expect(budget.bodyBytes).toBe(0);
-    await b.write(LARGE.subarray(100_000, 150_000));
-    expect(budget.bodyBytes).toBe(0);
+  });
+
+  it("ws keeps its reads and fragments where this module looks for them (private fields of ws 8.x)", async () => {
+    const { client } = await serveFrames(4 * 2 ** 20);
+    const c = await client();
+    await c.write(frame(TEXT, bytes(10), false));
+    await c.write(frame(CONTINUATION, bytes(10), false).subarray(0, 8));
+    const r = receiverOf(c.server.ws)!;
+    expect(r.fragments.map((f) => f.length)).toEqual([10]);
+    expect(r.buffers.map((b) => b.length)).toEqual([2]); // the mask of the second, still arriving
+  });
+
+  it("counts each fragment of a message at what ws keeps for it, and closes 1008 past MAX_WS_FRAGMENTS", async () => {
+    const { budget, client } = await serveFrames(64 * 2 ** 20);
+    const c = await client();
+    const one = (i: number) => frame(i === 0 ? TEXT : CONTINUATION, bytes(1), false); // 7 bytes on the wire
+    await c.write(Buffer.concat(Array.from({ length: 500 }, (_, i) => one(i))));
+    const held = budget.smallBodyBytes + budget.bodyBytes;
+    // Before, 3,500 bytes: a twentieth of what those 500 Buffers take.
+    expect(held).toBeGreaterThanOrEqual(500 * (7 + FRAGMENT_OVERHEAD));
+    expect(held).toBeLessThan(500 * (7 + FRAGMENT_OVERHEAD) + 2 * 3_500 + 2 * READ_BUFFER_OVERHEAD);
+    await c.write(Buffer.concat(Array.from({ length: MAX_WS_FRAGMENTS - 500 + 1 }, (_, i) => one(500 + i))));
+    expect((await c.closeFrame()).code).toBe(1008);
+    await c.server.closed;
+    expect(budget.smallBodyBytes + budget.bodyBytes).toBe(0);
   });
 });

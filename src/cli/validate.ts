@@ -137,7 +137,7 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
       if (!finite(value)) problems.push(`metric ${name} is ${JSON.stringify(value)}`);
     }
     const errors = last.observation?.info?.reward_errors as Record<string, string> | undefined;
-    for (const [name, message] of Object.entries(errors ?? {})) problems.push(`reward function ${name} failed: ${message}`);
+    for (const [name, message] of Object.entries(errors ?? {})) if (!unjudged(message)) problems.push(`reward function ${name} failed: ${message}`);
     played = { id, reward: last.reward, turns: steps };
     return problems.length === 0 || problems.join("; ");
   });
@@ -152,7 +152,8 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
         const sc = await post("/score", { items: [item] });
         if (sc.status !== 200) return `POST /score: ${describe(sc)}`;
         const result = sc.body?.results?.[0];
-        if (result?.errors) return `POST /score: reward functions failed: ${Object.entries(result.errors).map(([k, v]) => `${k}: ${v}`).join("; ")}`;
+        const failures = Object.entries((result?.errors ?? {}) as Record<string, string>).filter(([, v]) => !unjudged(v));
+        if (failures.length > 0) return `POST /score: reward functions failed: ${failures.map(([k, v]) => `${k}: ${v}`).join("; ")}`;
         const same = finite(result?.reward) && Math.abs(result.reward - reward) <= 1e-9 * Math.max(1, Math.abs(reward));
         return (
           same ||
@@ -164,6 +165,14 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
     });
   }
   return checks;
+}
+
+/**
+ * A judged reward on a server without a judge: not the environment's fault (the operator names
+ * the judge, ENVWORKER_JUDGE_URL); validating with one set checks those rewards too.
+ */
+function unjudged(message: string): boolean {
+  return message.startsWith("JUDGE_UNCONFIGURED: ");
 }
 
 const USAGE = `usage: envworker validate [--url URL] [--action TEXT] [ENV ...]
@@ -181,7 +190,9 @@ an unreachable server, 2 on usage errors.
   --action TEXT  the model turn played at every step (default ${JSON.stringify(DEFAULT_ACTION)})
   -h, --help
 
-Without --url: environments loaded from specs, served in process.
+Without --url: environments loaded from specs, served in process, with the judge the
+ENVWORKER_JUDGE_* settings name (without one, a judged reward's JUDGE_UNCONFIGURED is not
+counted as a failure: such rewards are then not checked).
 
 ${SPECS_HELP}`;
 
@@ -261,7 +272,9 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
       throw err;
     }
     const { buildNodeApp } = await import("../node.ts");
-    const { app, sandboxes } = buildNodeApp(environments);
+    const { judgeSettingsFromEnv } = await import("../server/config.ts");
+    // Judged rewards are checked against the judge ENVWORKER_JUDGE_* names, as `serve` would use.
+    const { app, sandboxes } = buildNodeApp(environments, { judge: judgeSettingsFromEnv(process.env) });
     fetcher = async (u, init) => app.request(u, init);
     cleanup = async () => {
       await Promise.all(sandboxes.map((s) => s.dispose()));

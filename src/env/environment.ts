@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { EnvMessage, JsonObject, Message } from "./messages.ts";
 import type { PyRandom } from "../pycompat/random.ts";
-import type { RubricEntry } from "./rubric.ts";
+import { JUDGE_METRICS, type RubricEntry } from "./rubric.ts";
 import type { Services } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
 import { toolMetrics } from "./tool-metrics.ts";
@@ -132,6 +132,8 @@ export function defineEnvironment<ArgsSchema extends z.ZodType = z.ZodObject<{}>
   const names = new Set<string>();
   for (const r of spec.rubric) {
     if (names.has(r.name)) throw new Error(`${spec.name}: duplicate reward function ${r.name}`);
+    if ((JUDGE_METRICS as readonly string[]).includes(r.name)) throw new Error(`${spec.name}: ${r.name} is the name of a judge metric; choose another`);
+    if ((typeof r.fn === "function") === (typeof r.group === "function")) throw new Error(`${spec.name}: reward ${r.name} needs exactly one of fn or group`);
     names.add(r.name);
   }
   const argsSchema: z.ZodType = spec.args ?? z.object({}).strict();

@@ -294,7 +294,8 @@ export async function stepEpisode(
     s.metrics = score.metrics;
     s.reward_errors = score.errors ?? null;
     observation.metrics = score.metrics;
-    if (score.errors) observation.info = { reward_errors: score.errors };
+    // Judged functions leave the judge's answers (score.info.judge): the trainer sees why.
+    if (score.errors || score.info) observation.info = { ...score.info, ...(score.errors ? { reward_errors: score.errors } : {}) };
   }
   return { state: s, result: { observation, reward: s.reward, done: s.done, episode_id: s.episode_id }, failures };
 }

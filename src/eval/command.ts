@@ -19,6 +19,8 @@ import {
   type RolloutResult,
 } from "./rollout.ts";
 import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
+import { JudgeClient } from "../server/judge-client.ts";
+import { judgeSettingsFromEnv } from "../server/config.ts";
 import { LiveResults } from "./results-writer.ts";
 import { Progress, type ProgressStream } from "./progress.ts";
 
@@ -300,7 +302,11 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     }
     // Lazy: no isolate starts unless the environment runs code.
     sandbox = createSandbox();
-    driver = new InProcessDriver(environment, { services: { sandbox } });
+    // Judged rewards ask the judge the ENVWORKER_JUDGE_* settings name, as a server would.
+    const judgeSettings = judgeSettingsFromEnv(io.env);
+    const judge = judgeSettings ? new JudgeClient(judgeSettings) : undefined;
+    const own = sandbox;
+    driver = new InProcessDriver(environment, { services: (scope) => ({ sandbox: own, judge: judge?.forScope(scope) }) });
   }
 
   // The model side: the SDK's retries are off, ours (testable, abortable) are in runRollout.
@@ -377,6 +383,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       pass_threshold: passThreshold,
       errors: summary.errors.count,
       usage: summary.usage,
+      ...(summary.judge ? { judge_usage: summary.judge } : {}),
       envworker_version: envworkerVersion(),
     };
     try {

@@ -8,6 +8,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RolloutResult, Usage } from "./rollout.ts";
+import { JUDGE_METRICS } from "../env/rubric.ts";
 
 export interface Stat {
   avg: number;
@@ -26,8 +27,25 @@ export interface Summary {
   passThreshold: number;
   errors: { count: number; first: string[] };
   usage: Usage;
+  /** What judged rewards cost, over every rollout (absent when no judge was asked). */
+  judge?: JudgeUsage;
   seconds: number;
   rolloutsPerSecond: number;
+}
+
+export interface JudgeUsage {
+  calls: number;
+  cache_hits: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  ms: number;
+}
+
+/** The judge's costs, summed from the rollouts' judge_* metrics (see rubric.ts). */
+function judgeUsage(results: readonly RolloutResult[]): JudgeUsage | undefined {
+  const sum = (name: string) => results.reduce((n, row) => n + finite(row.metrics?.[name]), 0);
+  if (!results.some((row) => row.metrics && "judge_calls" in row.metrics)) return undefined;
+  return { calls: sum("judge_calls"), cache_hits: sum("judge_cache_hits"), prompt_tokens: sum("judge_prompt_tokens"), completion_tokens: sum("judge_completion_tokens"), ms: sum("judge_ms") };
 }
 
 export function mean(xs: readonly number[]): number {
@@ -73,7 +91,9 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
   };
   const reward = grid((row) => finite(row.reward));
   const names: string[] = [];
-  for (const row of results) for (const name of Object.keys(row.metrics ?? {})) if (!names.includes(name)) names.push(name);
+  // The judge's costs are not scores: reported on their own line (Judge:), summed.
+  const costs: readonly string[] = JUDGE_METRICS;
+  for (const row of results) for (const name of Object.keys(row.metrics ?? {})) if (!names.includes(name) && !costs.includes(name)) names.push(name);
   const metrics: Record<string, Stat> = {};
   for (const name of names) metrics[name] = grid((row) => finite(row.metrics?.[name]));
 
@@ -106,6 +126,7 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
     passThreshold: opts.passThreshold,
     errors: { count: failed.length, first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${row.error}`) },
     usage,
+    ...(judgeUsage(results) ? { judge: judgeUsage(results)! } : {}),
     seconds: opts.seconds,
     rolloutsPerSecond: opts.seconds > 0 ? results.length / opts.seconds : 0,
   };
@@ -204,6 +225,13 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     `Usage: prompt ${u.prompt_tokens}, completion ${u.completion_tokens}, total ${u.total_tokens} tokens` +
       ` (per rollout: prompt ${per(u.prompt_tokens)}, completion ${per(u.completion_tokens)}, total ${per(u.total_tokens)})`,
   );
+  if (s.judge) {
+    const j = s.judge;
+    lines.push(
+      `Judge: ${j.calls} calls, ${j.cache_hits} cache hits, prompt ${j.prompt_tokens}, completion ${j.completion_tokens} tokens, ${(j.ms / 1000).toFixed(2)} s` +
+        ` (per rollout: ${per(j.calls)} calls, ${per(j.prompt_tokens + j.completion_tokens)} tokens)`,
+    );
+  }
   return `${lines.join("\n")}\n`;
 }
 

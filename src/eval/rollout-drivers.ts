@@ -7,7 +7,7 @@ import type { Environment } from "../env/environment.ts";
 import type { Services } from "../env/services.ts";
 import type { StepResult } from "../env/episode.ts";
 import { StoreEpisodeHost } from "../server/episode-host.ts";
-import { inlineEngine } from "../server/engine.ts";
+import { inlineEngine, type ScopeServices } from "../server/engine.ts";
 import { MemoryEpisodeStore } from "../server/episode-store.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
@@ -62,7 +62,7 @@ export class InProcessDriver implements EpisodeDriver {
 
   constructor(
     readonly environment: Environment,
-    opts: { maxEpisodes?: number; services?: Services } = {},
+    opts: { maxEpisodes?: number; services?: Services | ScopeServices } = {},
   ) {
     this.store = new MemoryEpisodeStore({ maxEpisodes: opts.maxEpisodes ?? 1_000_000, idleTimeoutMs: 24 * 3600_000 });
     // The sandbox (and anything else the platform provides) for tools and code-running rewards.

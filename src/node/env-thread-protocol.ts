@@ -1,6 +1,7 @@
 /** Messages between the main thread (env-threads.ts) and an environment thread (env-thread.ts). */
 import type { EpisodeState } from "../env/episode.ts";
 import type { ErrorCode } from "../env/errors.ts";
+import type { JudgeErrorCode, JudgeReply, JudgeRequest } from "../env/judge.ts";
 import type { Action } from "../env/messages.ts";
 import type { RunOptions, RunResult } from "../sandbox/types.ts";
 import type { EngineResetOptions } from "../server/engine.ts";
@@ -11,8 +12,8 @@ export type CallOp =
   /** `count` plain resets made ahead, all as episode `id` (env-threads.ts ResetStock). */
   | { op: "resets"; env: string; id: string; count: number; opts: EngineResetOptions }
   | { op: "step"; env: string; state: EpisodeState; action: Action }
-  /** `first`: the index of items[0] in the client's request (a slice of it). */
-  | { op: "score"; env: string; items: readonly ScoreItem[]; first: number }
+  /** `first`: the index of groups[0] in the client's request (a slice of it); `grouped`: it came as groups. */
+  | { op: "score"; env: string; groups: readonly (readonly ScoreItem[])[]; first: number; grouped: boolean }
   | { op: "mcp"; env: string; body: unknown }
   | { op: "examples"; env: string; req: ExamplesRequest };
 
@@ -20,6 +21,8 @@ export type ToThread =
   | { t: "call"; id: number; seq: number; op: CallOp }
   | { t: "service-result"; sid: number; result: RunResult }
   | { t: "service-error"; sid: number; message: string }
+  | { t: "judge-result"; sid: number; reply: JudgeReply }
+  | { t: "judge-error"; sid: number; code: JudgeErrorCode; message: string }
   /** The run left the sandbox's queue and started (RunOptions.onStart, across threads). */
   | { t: "service-started"; sid: number };
 
@@ -38,5 +41,7 @@ export type FromThread =
   | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown; cause?: ThreadError }
   | { t: "crashed"; id: number; message: string; stack?: string | undefined }
   | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions }
+  /** A judge request of a call: the main thread's judge client answers it (shared cache and limits). */
+  | { t: "judge"; call: number; sid: number; request: JudgeRequest }
   /** The run's caller in the thread gave up (a tool's own timeout): cancel it. */
   | { t: "service-cancel"; sid: number };

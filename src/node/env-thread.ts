@@ -14,13 +14,20 @@ import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 import { stateBytes } from "../server/engine.ts";
 import { listExamples, resetFromRequest } from "../server/examples.ts";
 import { handleMcp } from "../server/mcp.ts";
-import { scoreItems } from "../server/score.ts";
+import { scoreGroups } from "../server/score.ts";
+import { JudgeError, type JudgeReply, type JudgeService } from "../env/judge.ts";
 import type { CallOp, FromThread, ToThread } from "./env-thread-protocol.ts";
 import { batchedPoster } from "./message-batch.ts";
 
 const port = parentPort;
 if (!port) throw new Error("env-thread.ts must run in a worker thread");
-const { sources, services: serviceKinds, started } = workerData as { sources: string[]; services: Record<string, Sandbox["kind"]>; started: Int32Array };
+const { sources, services: serviceKinds, judge: hasJudge, started } = workerData as {
+  sources: string[];
+  services: Record<string, Sandbox["kind"]>;
+  /** The server has a judge: its requests go to the main thread's judge client. */
+  judge: boolean;
+  started: Int32Array;
+};
 const post = batchedPoster<FromThread>((batch) => port.postMessage(batch));
 
 const envs = new Map<string, Environment>();
@@ -34,6 +41,8 @@ try {
 
 /** Service requests of calls in progress, by request id. */
 const waiting = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void; onStart?: (() => void) | undefined }>();
+/** Judge requests of calls in progress, by request id. */
+const judging = new Map<number, { resolve: (r: JudgeReply) => void; reject: (e: Error) => void }>();
 let nextServiceId = 1;
 
 /** The services one call sees: proxies whose runs are executed (and scheduled) by the main thread. */
@@ -56,7 +65,19 @@ function servicesFor(call: number): Services {
       async dispose() {},
     };
   }
-  return services as Services;
+  const judge: JudgeService | undefined = hasJudge
+    ? {
+        // The request is plain data; the main thread owns the endpoint, its key, cache and limits.
+        ask: (request) => {
+          const sid = nextServiceId++;
+          return new Promise<JudgeReply>((resolve, reject) => {
+            judging.set(sid, { resolve, reject });
+            post({ t: "judge", call, sid, request });
+          });
+        },
+      }
+    : undefined;
+  return { ...(services as Services), judge };
 }
 
 async function run(op: CallOp, call: number): Promise<unknown> {
@@ -80,7 +101,7 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       return { state, result, bytes: stateBytes(state), failures: failures.map((f) => ({ where: f.where, error: describe(f.error) })) };
     }
     case "score":
-      return scoreItems(env, op.items, servicesFor(call), op.first);
+      return scoreGroups(env, { groups: op.groups, grouped: op.grouped }, servicesFor(call), op.first);
     case "mcp":
       return handleMcp(env, op.body, servicesFor(call));
     case "examples":
@@ -126,6 +147,18 @@ function receive(msg: ToThread): void {
       const w = waiting.get(msg.sid);
       waiting.delete(msg.sid);
       w?.reject(new Error(msg.message));
+      break;
+    }
+    case "judge-result": {
+      const w = judging.get(msg.sid);
+      judging.delete(msg.sid);
+      w?.resolve(msg.reply);
+      break;
+    }
+    case "judge-error": {
+      const w = judging.get(msg.sid);
+      judging.delete(msg.sid);
+      w?.reject(new JudgeError(msg.code, msg.message));
       break;
     }
   }

@@ -26,6 +26,7 @@ import type { Worker } from "node:worker_threads";
 import type { Environment } from "../env/environment.ts";
 import type { EpisodeState } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
+import { JudgeError, type JudgeErrorCode } from "../env/judge.ts";
 import type { Action } from "../env/messages.ts";
 import type { RubricScore } from "../env/rubric.ts";
 import { environmentSource } from "../env/source.ts";
@@ -37,7 +38,7 @@ import type { CallOp, FromThread, ThreadError, ToThread } from "./env-thread-pro
 import { batchedPoster } from "./message-batch.ts";
 import { FairQueue } from "../sandbox/fair-queue.ts";
 import type { JsonRpcResponse } from "../server/mcp.ts";
-import type { ExamplesRequest, ScoreItem } from "../server/protocol.ts";
+import type { ExamplesRequest, ScoreBatch } from "../server/protocol.ts";
 import { examplesInSlices, type ExamplesList } from "../server/examples.ts";
 
 export interface EnvThreadsOptions {
@@ -64,7 +65,7 @@ const PIPELINE_DEPTH = 4;
 const STALL_MS = 250;
 /** How often deadlines and stalls are checked. */
 const TICK_MS = 50;
-/** Items scored per call of a `/score` request. */
+/** Completions scored per call of a `/score` request (a larger group is one call). */
 const SCORE_SLICE = 32;
 /** Examples built per call of a `/examples` request (see examplesInSlices). */
 const EXAMPLES_SLICE = 50;
@@ -155,13 +156,14 @@ class EnvThread {
   constructor(
     sources: string[],
     services: Record<string, Sandbox["kind"]>,
+    judge: boolean,
     heapMb: number,
     onMessage: (t: EnvThread, m: FromThread) => void,
     onDeath: (t: EnvThread, why: string) => void,
     private readonly onUnsendable: (t: EnvThread, m: ToThread, err: Error) => void,
   ) {
     this.worker = startWorker(siblingModule("env-thread", import.meta.url), {
-      workerData: { sources, services, started: this.started },
+      workerData: { sources, services, judge, started: this.started },
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
     });
     this.ready = new Promise<void>((resolve, reject) => {
@@ -235,6 +237,8 @@ export class EnvThreadPool implements EnvEngine {
   private readonly sources: string[];
   private readonly threaded: Set<string>;
   private readonly serviceKinds: Record<string, Sandbox["kind"]>;
+  /** The server has a judge (its requests are answered here, see serveJudge). */
+  private readonly hasJudge: boolean;
   private readonly timeoutMs: number;
   private readonly minThreads: number;
   private readonly maxThreads: number;
@@ -262,8 +266,9 @@ export class EnvThreadPool implements EnvEngine {
     }
     this.sources = [...sources];
     // Which services exist is fixed per server; the thread builds proxies for exactly these.
-    const probe = opts.services({ key: "" }) as Record<string, Sandbox | undefined>;
-    this.serviceKinds = Object.fromEntries(Object.entries(probe).flatMap(([k, v]) => (v && typeof v.run === "function" ? [[k, v.kind]] : [])));
+    const probe = opts.services({ key: "" });
+    this.hasJudge = probe.judge !== undefined;
+    this.serviceKinds = Object.fromEntries(Object.entries(probe as Record<string, Sandbox | undefined>).flatMap(([k, v]) => (v && typeof v.run === "function" ? [[k, v.kind]] : [])));
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.minThreads = Math.max(1, opts.minThreads ?? availableParallelism());
     this.maxThreads = Math.max(this.minThreads, opts.maxThreads ?? this.minThreads + 2);
@@ -323,13 +328,18 @@ export class EnvThreadPool implements EnvEngine {
     return this.call({ op: "step", env: env.name, state, action }, scope) as Promise<Stepped>;
   }
 
-  async score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]> {
-    if (!this.threaded.has(env.name)) return this.inline.score(env, items, scope);
-    // In slices, each its own call in the fair queue, like /examples.
-    const scores: RubricScore[] = [];
-    for (let first = 0; first < items.length; first += SCORE_SLICE) {
-      const slice = items.slice(first, first + SCORE_SLICE);
-      scores.push(...((await this.call({ op: "score", env: env.name, items: slice, first }, scope)) as RubricScore[]));
+  async score(env: Environment, batch: ScoreBatch, scope: CallScope): Promise<RubricScore[][]> {
+    if (!this.threaded.has(env.name)) return this.inline.score(env, batch, scope);
+    // In slices of about SCORE_SLICE completions (a group is never split: its functions see it
+    // whole), each its own call in the fair queue, like /examples.
+    const scores: RubricScore[][] = [];
+    const { groups, grouped } = batch;
+    for (let first = 0; first < groups.length; ) {
+      let end = first;
+      for (let n = 0; end < groups.length && (end === first || n + groups[end]!.length <= SCORE_SLICE); end++) n += groups[end]!.length;
+      const slice = groups.slice(first, end);
+      scores.push(...((await this.call({ op: "score", env: env.name, groups: slice, first, grouped }, scope)) as RubricScore[][]));
+      first = end;
     }
     return scores;
   }
@@ -511,6 +521,7 @@ export class EnvThreadPool implements EnvEngine {
     const thread = new EnvThread(
       this.sources,
       this.serviceKinds,
+      this.hasJudge,
       this.heapMb,
       (t, m) => this.onMessage(t, m),
       (t, why) => this.onDeath(t, why),
@@ -566,6 +577,10 @@ export class EnvThreadPool implements EnvEngine {
       void this.serve(thread, m);
       return;
     }
+    if (m.t === "judge") {
+      void this.serveJudge(thread, m);
+      return;
+    }
     if (m.t === "service-cancel") {
       thread.runs.get(m.sid)?.abort();
       return;
@@ -602,22 +617,57 @@ export class EnvThreadPool implements EnvEngine {
       thread.post({ t: "service-error", sid: m.sid, message: `no ${m.name} service on this server` });
       return;
     }
+    thread.runs.set(m.sid, own);
+    const outcome = await this.whileWaiting(call, thread, () =>
+      service.run(m.code, { ...m.options, onStart: () => thread.post({ t: "service-started", sid: m.sid }) }).finally(() => thread.runs.delete(m.sid)),
+    );
+    if (!outcome) return;
+    thread.post(outcome.ok ? { t: "service-result", sid: m.sid, result: outcome.value } : { t: "service-error", sid: m.sid, message: errorText(outcome.error) });
+  }
+
+  /**
+   * A judge request of a call, asked through the server's judge client (one cache and one set of
+   * limits for every thread), keyed and cancelled with the call. Always answered, so a reward
+   * function waiting in the thread never hangs.
+   */
+  private async serveJudge(thread: EnvThread, m: Extract<FromThread, { t: "judge" }>): Promise<void> {
+    const call = this.calls.get(m.call);
+    const refuse = (code: JudgeErrorCode, message: string) => thread.post({ t: "judge-error", sid: m.sid, code, message });
+    if (!call || call.thread !== thread) return refuse("JUDGE_CANCELLED", "the call was abandoned");
+    call.services ??= new AbortController();
+    const judge = this.opts.services({ key: call.scope.key, signal: call.services.signal }).judge;
+    if (!judge) return refuse("JUDGE_UNCONFIGURED", "this server has no judge");
+    const outcome = await this.whileWaiting(call, thread, () => judge.ask(m.request));
+    if (outcome?.ok) thread.post({ t: "judge-result", sid: m.sid, reply: outcome.value });
+    else if (outcome) {
+      const err = outcome.error;
+      refuse(err instanceof JudgeError ? err.code : "JUDGE_FAILED", errorText(err));
+    } else refuse("JUDGE_CANCELLED", "the call was abandoned");
+  }
+
+  /**
+   * Work the main thread does for a call (a sandbox run, a judge's answer) while the call waits:
+   * its deadline stops (it counts computing time only; the work has its own limits) and its thread
+   * takes other calls meanwhile. Undefined when the call no longer waits on this thread (it timed
+   * out, was given up on, or moved).
+   */
+  private async whileWaiting<T>(call: Call, thread: EnvThread, work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
     if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
     this.pump(); // the thread is free for another call while this one waits
-    let result: RunResult | undefined;
-    let failure: string | undefined;
-    thread.runs.set(m.sid, own);
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
-      result = await service.run(m.code, { ...m.options, onStart: () => thread.post({ t: "service-started", sid: m.sid }) });
-    } catch (err) {
-      failure = err instanceof Error ? err.message : String(err);
-    } finally {
-      thread.runs.delete(m.sid);
+      outcome = { ok: true, value: await work() };
+    } catch (error) {
+      outcome = { ok: false, error };
     }
-    if (call.settled || call.thread !== thread) return;
+    if (call.settled || call.thread !== thread) return undefined;
     if (--call.waitingOn === 0) call.resumedAt = performance.now();
-    thread.post(result ? { t: "service-result", sid: m.sid, result } : { t: "service-error", sid: m.sid, message: failure! });
+    return outcome;
   }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** An error from a thread, as an Error again (its stack is the thread's). */

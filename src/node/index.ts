@@ -11,5 +11,5 @@
  * Node needs `--no-node-snapshot` for the default isolated-vm sandbox (or ENVWORKER_SANDBOX=quickjs).
  */
 export { startServer, type RunningServer, type NodeAppOptions } from "../node.ts";
-export { configFromEnv, type ServerConfig } from "../server/config.ts";
+export { configFromEnv, judgeSettingsFromEnv, type JudgeSettings, type ServerConfig } from "../server/config.ts";
 export { createLogger, logLevelFromEnv, setLogger, type Logger, type LogLevel } from "../server/log.ts";

@@ -14,11 +14,14 @@ import { rpcError, RPC } from "./mcp.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
-import { inlineEngine, type EnvEngine } from "./engine.ts";
-import { OVERLOADED_RETRY_AFTER_S, type MemoryBudget } from "./memory.ts";
+import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
+import { scoreAnswer, scoreBatch } from "./score.ts";
+import { OVERLOADED_RETRY_AFTER_S, SMALL_ARRIVING_BYTES, type MemoryBudget } from "./memory.ts";
+import { clientIdentity, type ClientOf } from "./client-id.ts";
+import { ownTurn } from "./turns.ts";
 import { requireToken } from "./auth.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
-import { NotJsonError, parseClientJson } from "./client-json.ts";
+import { jsonHeapBytes, NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
@@ -34,12 +37,18 @@ export interface AppOptions {
   webSocket?: MiddlewareHandler<AppEnv> | undefined;
   /** Request bodies larger than this get 413 (default 1 MiB). */
   maxBodyBytes?: number;
-  /** Sandbox and friends for tools and reward functions of stateless routes (score, mcp), when no engine is given. */
-  services?: Services;
+  /** Sandbox, judge and friends for tools and reward functions of stateless routes (score, mcp), when no engine is given; a function to scope them per caller. */
+  services?: Services | ScopeServices;
   /** Where the stateless routes' environment code runs (default: inline with `services`). */
   engine?: EnvEngine;
-  /** Who is asking, for fair queueing of stateless calls (Node: the connection). Default: one key for all. */
-  clientKey?: (c: Context) => string;
+  /**
+   * Who is asking: the client whose share of the memory budget and of the episodes a request uses,
+   * and the key its stateless calls queue fairly under (client-id.ts). Default: the token it
+   * presents when several are configured, else one client for all.
+   */
+  clientOf?: ClientOf;
+  /** The memory budget parsed requests waiting for their work are held against (Node). */
+  budget?: MemoryBudget | undefined;
   /**
    * How the platform reads a request body as text, refusing more than `max` bytes with 413.
    * Default: web streams (Workers). Node reads the IncomingMessage directly, which is much faster
@@ -63,15 +72,22 @@ export interface AnswerHolder {
 }
 
 /** Every route under /envs/{name}/ with its method (the tests generate their access matrix from it). */
+/** Stateless requests (score, examples, MCP) one client may have in progress at once. */
+export const MAX_STATELESS_PER_CLIENT = 16;
+
 export const ENV_ROUTES: Readonly<Record<string, string>> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
 
 export function createApp(opts: AppOptions): Hono<AppEnv> {
   const envs = new Map(opts.envs.map((e) => [e.name, e]));
   const maxBody = opts.maxBodyBytes ?? 1 << 20;
   const engine = opts.engine ?? inlineEngine(opts.services ?? {});
-  const clientKey = opts.clientKey ?? (() => "client");
-  /** The caller's scope for a stateless call: cancelled when the client goes away. */
-  const scopeOf = (c: Context) => ({ key: clientKey(c), signal: c.req.raw.signal });
+  const clientOf = opts.clientOf ?? clientIdentity(opts.token, () => undefined);
+  /** The caller's scope for a stateless call: queued fairly per client, cancelled when the client goes away. */
+  const scopeOf = (c: Context) => ({ key: clientOf(c), signal: c.req.raw.signal });
+  /** Bytes each request holds of the budget's share for parsed requests, until it is answered. */
+  const parsedHeld = new WeakMap<Context, { bytes: number; client: string }>();
+  /** Stateless requests (score, examples, MCP) each client has in progress. */
+  const inProgress = new Map<string, number>();
   const readText = opts.readBody ?? readWebBody;
   /**
    * The answer of a route whose size the client decides (an episode's state, a thousand examples):
@@ -85,7 +101,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   /** Parse a JSON body against a schema: INVALID_JSON or VALIDATION_ERROR (400) on failure. */
   async function readBody<S extends z.ZodType>(c: Context, schema: S, emptyIsObject = false): Promise<z.output<S>> {
-    const text = await readText(c, maxBody);
+    const text = await readBodyText(c);
     let json: unknown;
     if (emptyIsObject && text.trim() === "") json = {};
     else {
@@ -97,7 +113,35 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) throw new ApiError("VALIDATION_ERROR", "request body does not match the schema", zodIssues(parsed.error));
+    if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, json);
     return parsed.data;
+  }
+
+  /**
+   * A request body as text; a large one waits for a turn of the event loop of its own before it is
+   * parsed (turns.ts), and is refused OVERLOADED at once when its client's share of parsed
+   * requests has no room for it.
+   */
+  async function readBodyText(c: Context): Promise<string> {
+    const text = await readText(c, maxBody);
+    if (text.length > SMALL_ARRIVING_BYTES) {
+      if (opts.budget) {
+        // Room for at least its text, before the cost of parsing it is paid.
+        opts.budget.holdRequest(2 * text.length, clientOf(c));
+        opts.budget.releaseRequest(2 * text.length, clientOf(c));
+      }
+      await ownTurn();
+    }
+    return text;
+  }
+
+  /** Hold a large parsed request against the budget until it is answered (released in the routes' middleware). */
+  function holdParsed(c: Context, json: unknown): void {
+    if (!opts.budget) return;
+    const client = clientOf(c);
+    const bytes = jsonHeapBytes(json);
+    opts.budget.holdRequest(bytes, client);
+    parsedHeld.set(c, { bytes, client });
   }
 
   app.get("/health", (c) => c.json({ status: "healthy" }));
@@ -122,8 +166,37 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     const env = envs.get(c.req.param("name") ?? "");
     if (!env) throw new ApiError("UNKNOWN_ENV", `unknown environment ${JSON.stringify(c.req.param("name"))}; GET /envs lists them`);
     c.set("env", env);
-    await next();
+    try {
+      await next();
+    } finally {
+      const held = parsedHeld.get(c);
+      if (held) opts.budget?.releaseRequest(held.bytes, held.client);
+    }
   });
+
+  /**
+   * The work one client may have queued at once through stateless routes: each `/score` may hold
+   * 1,024 items of sandboxed code, each running up to its time limit; a client past
+   * MAX_STATELESS_PER_CLIENT requests in progress is refused before its body is read.
+   */
+  const oneMoreStateless: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const client = clientOf(c);
+    const n = inProgress.get(client) ?? 0;
+    if (n >= MAX_STATELESS_PER_CLIENT) {
+      // Its body (up to ENVWORKER_MAX_BODY_BYTES) is not read: the connection is closed after the answer.
+      c.header("connection", "close");
+      throw new ApiError("OVERLOADED", `this client has ${n} requests to /score, /examples or /mcp in progress: wait for their answers`, { retry_after_s: OVERLOADED_RETRY_AFTER_S });
+    }
+    inProgress.set(client, n + 1);
+    try {
+      await next();
+    } finally {
+      const left = (inProgress.get(client) ?? 1) - 1;
+      if (left > 0) inProgress.set(client, left);
+      else inProgress.delete(client);
+    }
+  };
+  for (const route of ["score", "examples", "mcp"]) app.use(`${b}/${route}`, oneMoreStateless);
 
   app.get(`${b}/health`, (c) => c.json({ status: "healthy" }));
   app.get(`${b}/metadata`, (c) => {
@@ -141,7 +214,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 
   app.post(`${b}/reset`, async (c) => {
     // An `example` reference is resolved where environment code runs (the engine), like the rest of a reset.
-    return answer(c, await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true)));
+    return answer(c, await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true), clientOf(c)));
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);
@@ -163,14 +236,15 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   app.post(`${b}/score`, async (c) => {
     const req = await readBody(c, ScoreRequestSchema);
-    return answer(c, { results: await engine.score(c.get("env"), req.items, scopeOf(c)) });
+    const batch = scoreBatch(req);
+    return answer(c, scoreAnswer(batch, await engine.score(c.get("env"), batch, scopeOf(c))));
   });
   app.post(`${b}/examples`, async (c) => {
     const req = await readBody(c, ExamplesRequestSchema, true);
     return answer(c, await engine.examples(c.get("env"), req, scopeOf(c)));
   });
   app.post(`${b}/mcp`, async (c) => {
-    const text = await readText(c, maxBody);
+    const text = await readBodyText(c);
     let body: unknown;
     try {
       body = parseClientJson(text);
@@ -178,6 +252,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       if (err instanceof NotJsonError) return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
       return c.json(rpcError(null, RPC.INVALID_REQUEST, (err as Error).message));
     }
+    if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, body);
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);
   });
@@ -230,11 +305,14 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 export function sessionWebSocket(
   upgrade: UpgradeWebSocket<any>,
   host: EpisodeHost,
-  opts: { maxWsMessageBytes?: number | undefined; services?: Services | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined } = {},
+  opts: { maxWsMessageBytes?: number | undefined; services?: Services | ScopeServices | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined; clientOf?: ClientOf | undefined } = {},
 ): MiddlewareHandler<AppEnv> {
   const maxMessageBytes = opts.maxWsMessageBytes ?? 1 << 20;
   const engine = opts.engine ?? inlineEngine(opts.services ?? {});
-  return upgrade((c) => wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine }), opts.budget, 2 * maxMessageBytes));
+  return upgrade((c) => {
+    const client = opts.clientOf?.(c);
+    return wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine, client }), opts.budget, 2 * maxMessageBytes, client);
+  });
 }
 
 /**
@@ -271,7 +349,7 @@ const MAX_PENDING_WS_MESSAGES = 64;
  * Waiting messages are held against the memory budget: past it, a message is answered with an
  * OVERLOADED error instead of being queued.
  */
-export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPendingChars: number) {
+export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined, maxPendingChars: number, client?: string) {
   let chain: Promise<void> = Promise.resolve();
   let pending = 0;
   /** Characters of the messages waiting on this socket. */
@@ -296,13 +374,16 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
       const text = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
       // Strings are counted at two bytes per character, like stored states.
       const bytes = 2 * text.length;
+      // Large ones in the client's share; a small one (a step, a close) only in the budget, so a
+      // client whose episodes fill its share can still play and close them.
+      const holder = text.length > SMALL_ARRIVING_BYTES ? client : undefined;
       try {
         // One socket may keep about two large messages waiting: a request/response client never
         // has more, and a flood is answered at once instead of being parsed.
         if (pending > 0 && pendingChars + text.length > maxPendingChars) {
           throw new ApiError("OVERLOADED", `more than ${maxPendingChars} characters of messages waiting on this socket: send one at a time`, { retry_after_s: 1 });
         }
-        budget?.hold(bytes);
+        budget?.hold(bytes, holder);
       } catch (err) {
         if (ws.readyState === 1) ws.send(JSON.stringify(wsError(toApiError(err))));
         return;
@@ -326,7 +407,7 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
             ws.close(1000, "closed by client");
           }
         } finally {
-          budget?.release(bytes);
+          budget?.release(bytes, holder);
         }
       });
     },

@@ -4,8 +4,11 @@
  * everywhere: Hono answers a HEAD with the GET route, body dropped. Clients that cannot set headers (OpenEnv's WebSocket client sends none) put it in the
  * path instead: base URL `http://host/t/{token}/envs/{name}`, which OpenEnv turns into
  * `ws://host/t/{token}/envs/{name}/ws` unchanged; `?token=` works too.
+ *
+ * Several tokens, comma-separated (`ENVWORKER_TOKEN=a,b`), give each client one of its own: any of
+ * them is let in, and each is a client of its own for its share of the memory budget (clientOf).
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { ApiError } from "../env/errors.ts";
 
 const encoder = new TextEncoder();
@@ -26,6 +29,16 @@ export async function tokensEqual(given: string, expected: string): Promise<bool
   return diff === 0;
 }
 
+/** The tokens a setting names: comma-separated, blanks around them ignored. */
+export function configuredTokens(setting: string | undefined): string[] {
+  return (setting ?? "").split(",").map((t) => t.trim()).filter((t) => t !== "");
+}
+
+/** The token a request presents (header, path or query), if any. */
+export function tokenOf(c: Context): string | undefined {
+  return presentedToken(c.req.header("authorization"), c.req.param("token"), c.req.query("token"));
+}
+
 function presentedToken(authorization: string | undefined, pathToken: string | undefined, queryToken: string | undefined) {
   if (authorization) {
     const m = /^Bearer\s+(.+)$/i.exec(authorization);
@@ -34,11 +47,14 @@ function presentedToken(authorization: string | undefined, pathToken: string | u
   return pathToken ?? queryToken;
 }
 
-export function requireToken(token: string): MiddlewareHandler {
+export function requireToken(setting: string): MiddlewareHandler {
+  const tokens = configuredTokens(setting);
   return async (c, next) => {
     if ((c.req.method === "GET" || c.req.method === "HEAD") && c.req.path === "/health") return next();
-    const given = presentedToken(c.req.header("authorization"), c.req.param("token"), c.req.query("token"));
-    if (given === undefined || !(await tokensEqual(given, token))) {
+    const given = tokenOf(c);
+    // Compared with every token, whichever matches: the time says nothing about which.
+    const matches = given === undefined ? [] : await Promise.all(tokens.map((t) => tokensEqual(given, t)));
+    if (!matches.includes(true)) {
       const err = new ApiError("UNAUTHORIZED", "missing or wrong token: send Authorization: Bearer <token> (or use the /t/{token}/ path prefix)");
       return c.json(err.toJSON(), 401, { "www-authenticate": 'Bearer realm="envworker"' });
     }

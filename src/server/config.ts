@@ -26,10 +26,39 @@ export interface ServerConfig {
   /** Memory the server keeps for clients (stored episodes, queued WebSocket messages) at most. */
   maxMemoryBytes: number;
   /**
+   * The part (0–1] of the memory budget, of the open episodes and of the parsed requests' share one
+   * client may hold (ENVWORKER_CLIENT_SHARE, a percentage; client-id.ts says who a client is).
+   */
+  clientShare: number;
+  /**
    * Environment threads kept running (undefined: one per CPU). 0: none, environment code runs on
    * the event loop, without deadlines (for environments one trusts, where CPU per call matters).
    */
   envThreads: number | undefined;
+  /** The operator's judge model for judged rewards (ENVWORKER_JUDGE_*); undefined = none. */
+  judge: JudgeSettings | undefined;
+}
+
+/** The operator's judge model for judged rewards (src/server/judge-client.ts). */
+export interface JudgeSettings {
+  /** Base URL of the chat-completions API, e.g. https://api.openai.com/v1 (ENVWORKER_JUDGE_URL). */
+  url: string;
+  /** ENVWORKER_JUDGE_MODEL; when unset, the judge's own default (defineJudge's `model`). */
+  model: string | undefined;
+  /** ENVWORKER_JUDGE_API_KEY. */
+  apiKey: string | undefined;
+  /** One attempt's limit (ENVWORKER_JUDGE_TIMEOUT_S, default 60 s). */
+  timeoutMs: number;
+  /** Attempts after the first (ENVWORKER_JUDGE_RETRIES, default 2). */
+  retries: number;
+  /** Calls at once on this server (ENVWORKER_JUDGE_CONCURRENCY, default 32). */
+  concurrency: number;
+  /** Calls at once for one client or episode (ENVWORKER_JUDGE_CLIENT_CONCURRENCY, default 8). */
+  clientConcurrency: number;
+  /** Cached answers at most (ENVWORKER_JUDGE_CACHE_ENTRIES, default 4096; 0 = no cache). */
+  cacheEntries: number;
+  /** Characters of a request's messages at most (ENVWORKER_JUDGE_MAX_REQUEST_CHARS, default 200000). */
+  maxRequestChars: number;
 }
 
 /**
@@ -39,11 +68,29 @@ export interface ServerConfig {
  */
 export const DEFAULT_MAX_MEMORY_MB = 1024;
 
-function int(env: Record<string, string | undefined>, name: string, fallback: number): number {
+/** Default share of one client, percent: four clients filling theirs fill the server. */
+export const DEFAULT_CLIENT_SHARE_PCT = 25;
+
+function percent(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const n = int(env, name, fallback);
+  if (n < 1 || n > 100) throw new Error(`${name} must be a percentage from 1 to 100, got ${JSON.stringify(env[name])}`);
+  return n;
+}
+
+function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a ${min === 0 ? "non-negative" : "positive"} integer, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** A positive number of seconds (fractions allowed: a judge's answer takes seconds, not minutes). */
+function seconds(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -69,6 +116,33 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
+    clientShare: percent(env, "ENVWORKER_CLIENT_SHARE", DEFAULT_CLIENT_SHARE_PCT) / 100,
     envThreads: env.ENVWORKER_ENV_THREADS ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
+    judge: judgeSettingsFromEnv(env),
   };
 }
+
+/** The judge's settings (ENVWORKER_JUDGE_*), or undefined when the operator configured none (ENVWORKER_JUDGE_URL unset). */
+export function judgeSettingsFromEnv(env: Record<string, string | undefined>): JudgeSettings | undefined {
+  const url = env.ENVWORKER_JUDGE_URL?.trim();
+  if (!url) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`ENVWORKER_JUDGE_URL must be an http(s) URL, got ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`ENVWORKER_JUDGE_URL must be an http(s) URL, got ${JSON.stringify(url)}`);
+  return {
+    url: url.replace(/\/+$/, ""),
+    model: env.ENVWORKER_JUDGE_MODEL?.trim() || undefined,
+    apiKey: env.ENVWORKER_JUDGE_API_KEY || undefined,
+    timeoutMs: seconds(env, "ENVWORKER_JUDGE_TIMEOUT_S", 60) * 1000,
+    retries: int(env, "ENVWORKER_JUDGE_RETRIES", 2),
+    concurrency: int(env, "ENVWORKER_JUDGE_CONCURRENCY", 32, 1),
+    clientConcurrency: int(env, "ENVWORKER_JUDGE_CLIENT_CONCURRENCY", 8, 1),
+    cacheEntries: int(env, "ENVWORKER_JUDGE_CACHE_ENTRIES", 4096),
+    maxRequestChars: int(env, "ENVWORKER_JUDGE_MAX_REQUEST_CHARS", 200_000, 1),
+  };
+}
+

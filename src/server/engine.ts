@@ -12,8 +12,8 @@ import type { RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
 import { handleMcp, type JsonRpcResponse } from "./mcp.ts";
 import { listExamples, resetFromRequest } from "./examples.ts";
-import type { ExamplesRequest, ScoreItem } from "./protocol.ts";
-import { scoreItems } from "./score.ts";
+import type { ExamplesRequest, ScoreBatch } from "./protocol.ts";
+import { scoreGroups } from "./score.ts";
 
 /** Who a call is for: the fairness key of its queue, and a signal that fires when the caller gives up. */
 export interface CallScope {
@@ -37,7 +37,8 @@ export type EngineResetOptions = ResetOptions & { example?: string | undefined }
 export interface EnvEngine {
   reset(env: Environment, id: string, opts: EngineResetOptions, scope: CallScope): Promise<Stepped>;
   step(env: Environment, state: EpisodeState, action: Action, scope: CallScope): Promise<Stepped>;
-  score(env: Environment, items: readonly ScoreItem[], scope: CallScope): Promise<RubricScore[]>;
+  /** `POST B/score`: each group scored together (items come as groups of one). */
+  score(env: Environment, batch: ScoreBatch, scope: CallScope): Promise<RubricScore[][]>;
   mcp(env: Environment, body: unknown, scope: CallScope): Promise<JsonRpcResponse | null>;
   /** `POST B/examples`: prompts and references (building them runs the environment's generator). */
   examples(env: Environment, req: ExamplesRequest, scope: CallScope): Promise<unknown>;
@@ -86,7 +87,7 @@ export function inlineEngine(services: Services | ScopeServices = {}): EnvEngine
       const { state, result, failures } = await stepEpisode(env, previous, action, forScope(scope));
       return { state, result, bytes: stateBytes(state), failures };
     },
-    score: (env, items, scope) => scoreItems(env, items, forScope(scope)),
+    score: (env, batch, scope) => scoreGroups(env, batch, forScope(scope)),
     mcp: (env, body, scope) => handleMcp(env, body, forScope(scope)),
     examples: (env, req) => listExamples(env, req),
     async dispose() {},

@@ -30,8 +30,11 @@ export function logEnvironmentError(envName: string, episodeId: string | undefin
 }
 
 export interface EpisodeHost {
-  /** `example`: a reference from POST B/examples, resolved by the engine. */
-  reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }): Promise<StepResult>;
+  /**
+   * `example`: a reference from POST B/examples, resolved by the engine. `client`: who asks (the
+   * episode is kept in that client's share of the memory budget and of the episodes).
+   */
+  reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }, client?: string): Promise<StepResult>;
   /** `signal`: the caller gave up (an HTTP client disconnected): the step is cancelled, the episode kept. */
   step(env: Environment, episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult>;
   state(env: Environment, episodeId: string): Promise<JsonObject>;
@@ -59,10 +62,11 @@ export class StoreEpisodeHost implements EpisodeHost {
     private readonly budget?: MemoryBudget,
   ) {}
 
-  async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }): Promise<StepResult> {
+  async reset(env: Environment, opts: ResetOptions & { episode_id?: string | undefined; example?: string | undefined }, client?: string): Promise<StepResult> {
     const create = async (id: string) => {
-      // New episodes are the first thing refused when memory runs short: existing ones keep working.
-      this.budget?.admit(0);
+      // New episodes are the first thing refused when memory runs short (or the client's share of
+      // it): existing ones keep working.
+      this.budget?.admit(0, client);
       let made: Stepped;
       try {
         made = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id });
@@ -70,8 +74,8 @@ export class StoreEpisodeHost implements EpisodeHost {
         logEnvironmentError(env.name, id, "reset", err);
         throw err;
       }
-      this.budget?.admit(made.bytes);
-      await this.store.create(made.state, made.bytes);
+      this.budget?.admit(made.bytes, client);
+      await this.store.create(made.state, made.bytes, client);
       return made.result;
     };
     // A client-chosen id may be one whose last step is still running (close, then reset with the
@@ -90,8 +94,9 @@ export class StoreEpisodeHost implements EpisodeHost {
         throw err;
       }
       for (const f of stepped.failures ?? []) logEnvironmentError(env.name, episodeId, f.where, f.error);
-      // A step that grows the episode past the budget is refused; the episode stays as it was.
-      this.budget?.admit(stepped.bytes - (this.store.bytesOf?.(episodeId) ?? 0));
+      // A step that grows the episode past the budget (or its client's share) is refused; the
+      // episode stays as it was.
+      this.budget?.admit(stepped.bytes - (this.store.bytesOf?.(episodeId) ?? 0), this.store.clientOf?.(episodeId));
       await this.store.put(stepped.state, stepped.bytes);
       return stepped.result;
     });

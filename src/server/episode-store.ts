@@ -6,14 +6,19 @@ import { ApiError } from "../env/errors.ts";
 import type { EpisodeState } from "../env/episode.ts";
 
 export interface EpisodeStore {
-  /** Add a new episode; CAPACITY_REACHED when full, EPISODE_EXISTS when the id is taken. */
-  create(state: EpisodeState, bytes?: number): Promise<void> | void;
+  /**
+   * Add a new episode; CAPACITY_REACHED when full (or when `client`, who it is kept for, has its
+   * share of the episodes), EPISODE_EXISTS when the id is taken.
+   */
+  create(state: EpisodeState, bytes?: number, client?: string): Promise<void> | void;
   /** The episode, or undefined when unknown or expired. Counts as activity. */
   get(id: string): Promise<EpisodeState | undefined> | EpisodeState | undefined;
   put(state: EpisodeState, bytes?: number): Promise<void> | void;
   delete(id: string): Promise<boolean> | boolean;
   /** What an episode's stored state costs in bytes (stores that keep a memory budget). */
   bytesOf?(id: string): number;
+  /** The client an episode is kept for (stores that keep a memory budget). */
+  clientOf?(id: string): string | undefined;
 }
 
 export interface MemoryStoreOptions {
@@ -21,6 +26,8 @@ export interface MemoryStoreOptions {
   maxEpisodes?: number;
   /** An episode untouched for this long is dropped (default 10 minutes). */
   idleTimeoutMs?: number;
+  /** Open episodes one client may have at most (default: maxEpisodes). */
+  maxEpisodesPerClient?: number;
   /** Clock, injectable for tests. */
   now?: () => number;
 }
@@ -30,11 +37,21 @@ interface Entry {
   lastUsed: number;
   /** The state's size as counted by the memory budget (engine.ts stateBytes). */
   bytes: number;
+  /** Who it is kept for (its share of the budget and of the episodes), if known. */
+  client: string | undefined;
+}
+
+/** One client's part of the store. */
+interface ClientPart {
+  episodes: number;
+  bytes: number;
 }
 
 export class MemoryEpisodeStore implements EpisodeStore {
   readonly maxEpisodes: number;
   readonly idleTimeoutMs: number;
+  readonly maxEpisodesPerClient: number;
+  private readonly clients = new Map<string, ClientPart>();
   private readonly now: () => number;
   // A Map iterates in insertion order; re-inserting on access keeps it ordered by last use, so
   // expiry only ever looks at the oldest entries.
@@ -45,6 +62,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
   constructor(opts: MemoryStoreOptions = {}) {
     this.maxEpisodes = opts.maxEpisodes ?? 10_000;
     this.idleTimeoutMs = opts.idleTimeoutMs ?? 10 * 60_000;
+    this.maxEpisodesPerClient = Math.min(opts.maxEpisodesPerClient ?? this.maxEpisodes, this.maxEpisodes);
     this.now = opts.now ?? Date.now;
   }
 
@@ -59,6 +77,29 @@ export class MemoryEpisodeStore implements EpisodeStore {
 
   bytesOf(id: string): number {
     return this.entries.get(id)?.bytes ?? 0;
+  }
+
+  clientOf(id: string): string | undefined {
+    return this.entries.get(id)?.client;
+  }
+
+  /** Bytes held by one client's episodes. */
+  bytesFor(client: string): number {
+    return this.clients.get(client)?.bytes ?? 0;
+  }
+
+  /** One client's open episodes. */
+  episodesFor(client: string): number {
+    return this.clients.get(client)?.episodes ?? 0;
+  }
+
+  private count(client: string | undefined, episodes: number, bytes: number): void {
+    if (client === undefined) return;
+    const part = this.clients.get(client) ?? { episodes: 0, bytes: 0 };
+    part.episodes += episodes;
+    part.bytes += bytes;
+    if (part.episodes > 0) this.clients.set(client, part);
+    else this.clients.delete(client);
   }
 
   /** Drop idle episodes every so often even when nobody calls; the timer never holds the process. */
@@ -84,7 +125,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
     return dropped;
   }
 
-  create(state: EpisodeState, bytes = 0): void {
+  create(state: EpisodeState, bytes = 0, client?: string): void {
     this.expireIdle();
     if (this.entries.has(state.episode_id)) {
       throw new ApiError("EPISODE_EXISTS", `episode ${state.episode_id} already exists`);
@@ -95,8 +136,15 @@ export class MemoryEpisodeStore implements EpisodeStore {
         max_sessions: this.maxEpisodes,
       });
     }
-    this.entries.set(state.episode_id, { state, lastUsed: this.now(), bytes });
+    if (client !== undefined && this.episodesFor(client) >= this.maxEpisodesPerClient) {
+      throw new ApiError("CAPACITY_REACHED", `this client holds its share of ${this.maxEpisodesPerClient} open episodes; close some or retry later`, {
+        active_sessions: this.episodesFor(client),
+        max_sessions: this.maxEpisodesPerClient,
+      });
+    }
+    this.entries.set(state.episode_id, { state, lastUsed: this.now(), bytes, client });
     this.totalBytes += bytes;
+    this.count(client, 1, bytes);
   }
 
   get(id: string): EpisodeState | undefined {
@@ -117,6 +165,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
     if (!e) return;
     e.state = state;
     this.totalBytes += bytes - e.bytes;
+    this.count(e.client, 0, bytes - e.bytes);
     e.bytes = bytes;
     this.touch(state.episode_id, e, this.now());
   }
@@ -131,6 +180,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
   private drop(id: string, e: Entry): void {
     this.entries.delete(id);
     this.totalBytes -= e.bytes;
+    this.count(e.client, -1, -e.bytes);
   }
 
   private touch(id: string, e: Entry, now: number): void {

@@ -170,7 +170,8 @@ export async function listExamples(env: Environment, req: ExamplesRequest) {
     total,
     // What a trainer needs to set itself up without an episode: the reward functions it will
     // see in `metrics` and the tools the model gets.
-    rubric: env.rubric.map((r) => ({ name: r.name, weight: r.weight ?? 1 })),
+    // `group`: the function scores a group of completions together (POST B/score with groups).
+    rubric: env.rubric.map((r) => ({ name: r.name, weight: r.weight ?? 1, ...(r.group ? { group: true } : {}) })),
     ...(env.tools.length > 0 ? { tools: env.tools.map((t) => t.openai) } : {}),
   };
 }

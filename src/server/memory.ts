@@ -1,33 +1,62 @@
 /**
  * The server's memory budget (ENVWORKER_MAX_MEMORY_MB): what it keeps for clients — every stored
- * episode state, every WebSocket message waiting its turn — counted against one limit; beside it,
- * shares of their own for what is in transit: request bodies and frames arriving (a quarter for
- * large ones, a sixteenth for small ones in pieces) and answers not yet read (a quarter). Past a
- * limit, work that would keep more (a new episode, a step that grows one, another queued message,
- * a slow body, a large answer) is refused with 503 OVERLOADED and a Retry-After; what is already
- * kept keeps working.
+ * episode state, every WebSocket message waiting its turn — counted against one limit, of which
+ * each client may keep a share (ENVWORKER_CLIENT_SHARE), so one client filling its share does not
+ * deny the others; beside it, shares of their own for what is in transit: request bodies and
+ * frames arriving (a quarter for large ones, a sixteenth for small ones in pieces), answers not
+ * yet read (a quarter) and large parsed requests waiting for their work (a quarter, each client
+ * its part of it). Past a limit, work that would keep more (a new episode, a step that grows one,
+ * another queued message, a slow body, a large answer, a large request) is refused with 503
+ * OVERLOADED and a Retry-After; what is already kept keeps working.
  */
 import { ApiError } from "../env/errors.ts";
 
 /** Seconds a refused client is told to wait (Retry-After). */
 export const OVERLOADED_RETRY_AFTER_S = 5;
 
+export interface BudgetOptions {
+  /**
+   * The part of the limit (0–1] one client may keep (ENVWORKER_CLIENT_SHARE): past it that client's
+   * new episodes, growing steps, queued messages and large parsed requests get OVERLOADED, while
+   * other clients are served. 1 (the default here): no share of its own.
+   */
+  clientShare?: number;
+  /** Bytes the episode store holds for one client (its episodes). */
+  storedBy?: (client: string) => number;
+}
+
 export class MemoryBudget {
-  /** Bytes held outside the episode store (queued WebSocket messages). */
+  /** Bytes held outside the episode store (queued WebSocket messages, parsed requests waiting). */
   private held = 0;
+  /** The same, per client. */
+  private readonly heldBy = new Map<string, number>();
+  /** What one client may keep at most (see BudgetOptions.clientShare). */
+  readonly clientLimitBytes: number;
 
   constructor(
     readonly limitBytes: number,
     /** Bytes the episode store holds now. */
     private readonly stored: () => number,
-  ) {}
+    private readonly opts: BudgetOptions = {},
+  ) {
+    this.clientLimitBytes = limitBytes * Math.min(1, opts.clientShare ?? 1);
+  }
 
   get usedBytes(): number {
     return this.stored() + this.held;
   }
 
-  /** Throws OVERLOADED unless `extra` more bytes fit (`admit(0)`: is there room at all). */
-  admit(extra: number): void {
+  /** Bytes kept for one client now: its episodes and what it has waiting. */
+  usedBy(client: string): number {
+    return (this.opts.storedBy?.(client) ?? 0) + (this.heldBy.get(client) ?? 0);
+  }
+
+  /**
+   * Throws OVERLOADED unless `extra` more bytes fit (`admit(0)`: is there room at all): in the
+   * limit, and for a `client`, in its share of it (a client keeping nothing yet always gets one in,
+   * so a share smaller than one large episode still serves it).
+   */
+  admit(extra: number, client?: string): void {
     const used = this.usedBytes;
     if (used + Math.max(0, extra) > this.limitBytes || (extra === 0 && used >= this.limitBytes)) {
       throw new ApiError(
@@ -36,16 +65,30 @@ export class MemoryBudget {
         { retry_after_s: OVERLOADED_RETRY_AFTER_S },
       );
     }
+    if (client === undefined || this.clientLimitBytes >= this.limitBytes) return;
+    const mine = this.usedBy(client);
+    if (mine > 0 && (mine + Math.max(0, extra) > this.clientLimitBytes || (extra === 0 && mine >= this.clientLimitBytes))) {
+      throw new ApiError(
+        "OVERLOADED",
+        `this client's share of the server's memory budget (${Math.round(this.clientLimitBytes / 2 ** 20)} MiB of ${Math.round(this.limitBytes / 2 ** 20)} MiB) is used up; close finished episodes, or retry later`,
+        { retry_after_s: OVERLOADED_RETRY_AFTER_S },
+      );
+    }
   }
 
-  /** Keep `bytes` more (a queued message), or throw OVERLOADED; give them back with release(). */
-  hold(bytes: number): void {
-    this.admit(bytes);
+  /** Keep `bytes` more (a queued message, a parsed request), or throw OVERLOADED; give them back with release(). */
+  hold(bytes: number, client?: string): void {
+    this.admit(bytes, client);
     this.held += bytes;
+    if (client !== undefined) this.heldBy.set(client, (this.heldBy.get(client) ?? 0) + bytes);
   }
 
-  release(bytes: number): void {
+  release(bytes: number, client?: string): void {
     this.held -= bytes;
+    if (client === undefined) return;
+    const left = (this.heldBy.get(client) ?? 0) - bytes;
+    if (left > 0) this.heldBy.set(client, left);
+    else this.heldBy.delete(client);
   }
 
   /** Bytes of request bodies on their way in (see holdBody). */
@@ -54,6 +97,40 @@ export class MemoryBudget {
   private smallBodies = 0;
   /** Bytes of answers on their way out (see holdAnswer). */
   private answers = 0;
+  /** Bytes of parsed requests waiting for their work (see holdRequest), in all and per client. */
+  private requests = 0;
+  private readonly requestsBy = new Map<string, number>();
+
+  /**
+   * Keep a large parsed request of `bytes` until its work is done (it waits for a thread or a
+   * sandbox slot meanwhile), or throw OVERLOADED. Requests have a share of their own, a quarter of
+   * the limit, beside what is kept, and each client a part of it (its clientShare): 600 connections
+   * each sending a 1 MiB `/score` held 1.45 GB before this, counted nowhere. One alone always fits,
+   * and so does a client's first.
+   */
+  holdRequest(bytes: number, client: string): void {
+    const mine = this.requestsBy.get(client) ?? 0;
+    const share = this.limitBytes / 4;
+    if (mine > 0 && mine + bytes > share * Math.min(1, this.opts.clientShare ?? 1)) {
+      throw new ApiError("OVERLOADED", `this client's requests waiting for their work have used up its share of the server's memory budget (${Math.round((share * Math.min(1, this.opts.clientShare ?? 1)) / 2 ** 20)} MiB); wait for their answers`, {
+        retry_after_s: OVERLOADED_RETRY_AFTER_S,
+      });
+    }
+    this.requests = this.holdShare(this.requests, share, bytes, 0, "parsed requests waiting for their work");
+    this.requestsBy.set(client, mine + bytes);
+  }
+
+  releaseRequest(bytes: number, client: string): void {
+    this.requests -= bytes;
+    const left = (this.requestsBy.get(client) ?? 0) - bytes;
+    if (left > 0) this.requestsBy.set(client, left);
+    else this.requestsBy.delete(client);
+  }
+
+  /** Bytes of parsed requests waiting for their work now. */
+  get requestBytes(): number {
+    return this.requests;
+  }
 
   /**
    * Keep `bytes` more of request bodies arriving, or throw OVERLOADED. Bodies have their own share,

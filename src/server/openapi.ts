@@ -86,7 +86,7 @@ const EXAMPLES_RESPONSE = {
       },
     },
     total: { type: ["integer", "null"], description: "dataset size; null for generated environments" },
-    rubric: { type: "array", items: { type: "object", properties: { name: { type: "string" }, weight: { type: "number" } } } },
+    rubric: { type: "array", items: { type: "object", properties: { name: { type: "string" }, weight: { type: "number" }, group: { type: "boolean" } } } },
     tools: { type: "array", items: { type: "object" } },
   },
   required: ["examples", "total", "rubric"],

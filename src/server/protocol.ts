@@ -118,7 +118,32 @@ export const ScoreItemSchema = z
     path: ["example"],
   });
 
-export const ScoreRequestSchema = z.object({ items: z.array(ScoreItemSchema).min(1).max(1024) }).strict();
+/** Completions one `POST B/score` may carry, in items or in all its groups together. */
+export const MAX_SCORE_ITEMS = 1024;
+/** Completions of one group (GRPO's rollouts of one prompt) at most. */
+export const MAX_GROUP_SIZE = 256;
+
+/**
+ * `items` are scored each alone (`results`, one per item); `groups` are completions of one prompt
+ * each, scored together so group reward functions see the whole group (`groups`, in the same shape).
+ */
+export const ScoreRequestSchema = z
+  .object({
+    items: z.array(ScoreItemSchema).min(1).max(MAX_SCORE_ITEMS).optional(),
+    groups: z.array(z.array(ScoreItemSchema).min(1).max(MAX_GROUP_SIZE)).min(1).max(MAX_SCORE_ITEMS).optional(),
+  })
+  .strict()
+  .refine((r) => (r.items === undefined) !== (r.groups === undefined), { message: "give either items or groups" })
+  .refine((r) => (r.groups ?? []).reduce((n, g) => n + g.length, 0) <= MAX_SCORE_ITEMS, {
+    message: `groups may hold ${MAX_SCORE_ITEMS} completions in all`,
+    path: ["groups"],
+  });
+
+/** A score request as the engine takes it: groups (items are groups of one), and which the client sent. */
+export interface ScoreBatch {
+  groups: readonly (readonly ScoreItem[])[];
+  grouped: boolean;
+}
 
 export const ObservationSchema = z.object({
   messages: z.array(MessageSchema),
@@ -158,4 +183,5 @@ export const WS_TYPES = ["reset", "step", "state", "close", "mcp"] as const;
 export type ResetRequest = z.infer<typeof ResetRequestSchema>;
 export type StepRequest = z.infer<typeof StepRequestSchema>;
 export type ScoreItem = z.infer<typeof ScoreItemSchema>;
+export type ScoreRequest = z.infer<typeof ScoreRequestSchema>;
 export type ExamplesRequest = z.infer<typeof ExamplesRequestSchema>;

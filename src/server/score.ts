@@ -3,9 +3,9 @@ import type { Environment } from "../env/environment.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { JsonObject, Message } from "../env/messages.ts";
-import type { ScoreItem } from "./protocol.ts";
+import type { ScoreBatch, ScoreItem, ScoreRequest } from "./protocol.ts";
 import { referencedExample } from "./examples.ts";
-import { scoreRubric, type RubricScore } from "../env/rubric.ts";
+import { scoreGroup, type RewardInput, type RubricScore } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
 import { logEnvironmentError } from "./episode-host.ts";
 
@@ -14,45 +14,64 @@ function asMessages(value: string | Message[] | undefined, role: "user" | "assis
   return typeof value === "string" ? [{ role, content: value } as Message] : value;
 }
 
+/** The engine's view of a request: items are groups of one. */
+export function scoreBatch(req: ScoreRequest): ScoreBatch {
+  return req.groups ? { groups: req.groups, grouped: true } : { groups: req.items!.map((item) => [item]), grouped: false };
+}
+
+/** The answer in the request's shape: `results` for items, `groups` for groups. */
+export function scoreAnswer(batch: ScoreBatch, scores: RubricScore[][]): { results: RubricScore[] } | { groups: RubricScore[][] } {
+  return batch.grouped ? { groups: scores } : { results: scores.map((g) => g[0]!) };
+}
+
+async function rewardInput(env: Environment, item: ScoreItem, where: string, services: Services): Promise<RewardInput<JsonObject, unknown>> {
+  const completion = asMessages(item.completion as string | Message[], "assistant");
+  // Named by reference: graded against the server's own prompt, answer and info.
+  if (item.example !== undefined) {
+    return { ...(await referencedExample(env, item.example, `${where}.example`)), completion, state: {}, ...services };
+  }
+  let args: unknown;
+  try {
+    args = env.parseArgs(item.args);
+  } catch (err) {
+    throw new ApiError("VALIDATION_ERROR", `${where}.args are invalid for ${env.name}`, zodIssues(err));
+  }
+  return {
+    prompt: asMessages(item.prompt as string | Message[] | undefined, "user"),
+    completion,
+    answer: item.answer ?? "",
+    info: (item.info ?? {}) as JsonObject,
+    state: {},
+    args,
+    ...services,
+  };
+}
+
 /**
- * Score `items`. `first` is the index of items[0] in the client's request, for the messages that
- * name an item (a request scored in slices, see env-threads.ts).
+ * Score groups (each a group of completions of one prompt; a request's items come as groups of
+ * one). `first` is the index of groups[0] in the client's request, for the messages that name an
+ * item (a request scored in slices, see env-threads.ts); `grouped`: the client sent groups.
  */
-export async function scoreItems(env: Environment, items: readonly ScoreItem[], services: Services = {}, first = 0): Promise<RubricScore[]> {
-  const inputs = await Promise.all(items.map(async (item, k) => {
-    const i = first + k;
-    const completion = asMessages(item.completion as string | Message[], "assistant");
-    // Named by reference: graded against the server's own prompt, answer and info.
-    if (item.example !== undefined) {
-      return { ...(await referencedExample(env, item.example, `items[${i}].example`)), completion, state: {}, ...services };
-    }
-    let args: unknown;
-    try {
-      args = env.parseArgs(item.args);
-    } catch (err) {
-      throw new ApiError("VALIDATION_ERROR", `items[${i}].args are invalid for ${env.name}`, zodIssues(err));
-    }
-    return {
-      prompt: asMessages(item.prompt as string | Message[] | undefined, "user"),
-      completion,
-      answer: item.answer ?? "",
-      info: (item.info ?? {}) as JsonObject,
-      state: {},
-      args,
-      ...services,
-    };
-  }));
+export async function scoreGroups(env: Environment, batch: ScoreBatch, services: Services = {}, first = 0): Promise<RubricScore[][]> {
+  const where = (g: number, k: number) => (batch.grouped ? `groups[${first + g}][${k}]` : `items[${first + g}]`);
+  const inputs = await Promise.all(batch.groups.map((group, g) => Promise.all(group.map((item, k) => rewardInput(env, item, where(g, k), services)))));
   // A batch may fail item after item the same way: one log line (the first, with its stack) per request.
   let failed = 0;
   let firstFailure: { where: string; error: unknown } | undefined;
   const results = await Promise.all(
-    inputs.map((input, k) =>
-      scoreRubric(env.rubric, input, (name, error) => {
+    inputs.map((group, g) =>
+      scoreGroup(env.rubric, group, (k, name, error) => {
         failed++;
-        firstFailure ??= { where: `score items[${first + k}]: reward ${name}`, error };
+        firstFailure ??= { where: `score ${where(g, k)}: reward ${name}`, error };
       }),
     ),
   );
   if (firstFailure) logEnvironmentError(env.name, undefined, failed > 1 ? `${firstFailure.where} (and ${failed - 1} more)` : firstFailure.where, firstFailure.error);
   return results;
+}
+
+/** Score items each alone (`POST B/score` with `items`): groups of one. */
+export async function scoreItems(env: Environment, items: readonly ScoreItem[], services: Services = {}, first = 0): Promise<RubricScore[]> {
+  const scores = await scoreGroups(env, { groups: items.map((item) => [item]), grouped: false }, services, first);
+  return scores.map((g) => g[0]!);
 }

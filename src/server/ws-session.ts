@@ -8,7 +8,7 @@ import type { EpisodeHost } from "./episode-host.ts";
 import { NotJsonError, parseClientJson } from "./client-json.ts";
 import { ApiError, toApiError, type ErrorCode } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { inlineEngine, type EnvEngine } from "./engine.ts";
+import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
 
@@ -44,9 +44,11 @@ export interface WsSessionOptions {
   maxMessageBytes: number;
   /** Runs MCP tool calls (default: inline with `services`). */
   engine?: Pick<EnvEngine, "mcp">;
-  services?: Services;
+  services?: Services | ScopeServices;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
+  /** Who the client is (client-id.ts): its episodes are kept in its share. */
+  client?: string | undefined;
 }
 
 export class WsSession {
@@ -107,7 +109,7 @@ export class WsSession {
         const req = ResetRequestSchema.safeParse(m.data ?? {});
         if (!req.success) throw new ApiError("VALIDATION_ERROR", "invalid reset data", zodIssues(req.error));
         await this.dispose();
-        const result = await this.host.reset(this.env, req.data);
+        const result = await this.host.reset(this.env, req.data, this.opts.client);
         this.episodeId = result.episode_id;
         return { reply: { type: "observation", data: result } };
       }

@@ -9,7 +9,7 @@ import { configFromEnv } from "../server/config.ts";
 import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
 import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
-import { inlineEngine } from "../server/engine.ts";
+import { inlineEngine, type ScopeServices } from "../server/engine.ts";
 import type { ResetOptions, StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import { newEpisodeId } from "../server/ids.ts";
@@ -18,8 +18,7 @@ import { WsSession, wsReplyText } from "../server/ws-session.ts";
 import { stringVars, type WorkerBindings } from "./bindings.ts";
 import { capture, type Envelope } from "./rpc.ts";
 import { StorageEpisodeStore } from "./storage-store.ts";
-import { workersSandbox } from "./sandbox.ts";
-import type { Services } from "../env/services.ts";
+import { workerServices } from "./services.ts";
 
 
 /** Headers the Worker adds when it hands a WebSocket upgrade to a fresh object. */
@@ -55,7 +54,7 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
   private readonly store: StorageEpisodeStore;
   private readonly host: StoreEpisodeHost;
   private readonly maxWsMessageBytes: number;
-  private readonly services: Services;
+  private readonly services: ScopeServices;
 
   constructor(ctx: DurableObjectState, env: WorkerBindings) {
     super(ctx, env);
@@ -63,7 +62,7 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
     setLogger(createLogger(logLevelFromEnv(vars)));
     const config = configFromEnv(vars);
     this.store = new StorageEpisodeStore(ctx.storage, config.idleTimeoutMs);
-    this.services = { sandbox: workersSandbox() };
+    this.services = workerServices(config);
     this.host = new StoreEpisodeHost(this.store, inlineEngine(this.services), { maxSteps: config.maxSteps, maxChars: config.maxEpisodeChars });
     this.maxWsMessageBytes = config.maxWsMessageBytes;
   }

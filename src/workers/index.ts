@@ -16,11 +16,12 @@
 import type { Environment } from "../env/environment.ts";
 import { configFromEnv } from "../server/config.ts";
 import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
+import { clientIdentity } from "../server/client-id.ts";
 import { createApp } from "../server/app.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
 import { DurableObjectEpisodeHost } from "./durable-host.ts";
-import { workersSandbox } from "./sandbox.ts";
+import { workerServices } from "./services.ts";
 import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 
 /** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
@@ -55,7 +56,11 @@ export function createWorker(environments: readonly Environment[]): EnvworkerWor
       envs: environments,
       host: new DurableObjectEpisodeHost(() => bindings!),
       maxBodyBytes: config.maxBodyBytes,
-      services: { sandbox: workersSandbox() },
+      services: workerServices(config),
+      // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):
+      // its token when several are configured, else the address Cloudflare's edge sets; one
+      // client for all without it (local dev).
+      clientOf: clientIdentity(config.token, (c) => c.req.header("cf-connecting-ip")),
       token: config.token,
       webSocket: (c) => {
         const object = newEpisodeId();

@@ -124,6 +124,10 @@ export async function probeOnce(server: Pick<LiveServer, "url" | "headers">): Pr
     const s = (await step.json()) as { reward: number };
     const ms = performance.now() - start;
     if (step.status !== 200 || s.reward !== 1) return { ms, error: `step: ${step.status} ${JSON.stringify(s).slice(0, 200)}` };
+    // Closed, as a trainer's client does: the probe is one client, with its share of the episodes.
+    const close = await fetch(`${base}/close`, { method: "POST", headers, body: JSON.stringify({ episode_id: r.episode_id }) });
+    if (close.status !== 200) return { ms, error: `close: ${close.status} ${(await close.text()).slice(0, 200)}` };
+    await close.body?.cancel();
     return { ms };
   } catch (err) {
     return { ms: performance.now() - start, error: `probe failed: ${err instanceof Error ? err.message : String(err)}` };

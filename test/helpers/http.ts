@@ -24,3 +24,22 @@ export async function request(method: string, url: string, body?: unknown, heade
 
 export const get = (url: string, headers?: Record<string, string>) => request("GET", url, undefined, headers);
 export const post = (url: string, body?: unknown, headers?: Record<string, string>) => request("POST", url, body, headers);
+
+/**
+ * POST JSON from another loopback address (127.0.0.2, …): another client to the server, which tells
+ * clients apart by address (src/server/client-id.ts).
+ */
+export async function postFrom(localAddress: string, url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const { request: httpRequest } = await import("node:http");
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", localAddress, agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers } }, (res) => {
+      let got = "";
+      res.on("data", (d: Buffer) => (got += d.toString()));
+      res.on("end", () => resolve({ status: res.statusCode!, body: got ? JSON.parse(got) : undefined }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(text);
+  });
+}

@@ -1,7 +1,7 @@
 /**
  * Clients that stop reading their answers (test/hostile-memory.test.ts), from their own process.
  * Usage: node no-readers.mjs ws|http ORIGIN COUNT STEP_CHARS HOLD_MS
- *   ws:   COUNT WebSockets each play a reset and a step of STEP_CHARS characters (so the episode's
+ *   ws:   COUNT WebSockets (each from its own address, 127.0.0.10 on) each play a reset and a step of STEP_CHARS characters (so the episode's
  *         state is that large), stop reading, then ask for the state every 3 ms for HOLD_MS.
  *   http: one episode is played so; then COUNT connections each send five pipelined requests for
  *         its state and read nothing for HOLD_MS.
@@ -21,8 +21,9 @@ const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 if (mode === "ws") {
   const next = (ws) => new Promise((done) => ws.once("message", (m) => done(JSON.parse(String(m)))));
   await Promise.all(
-    Array.from({ length: count }, async () => {
-      const ws = new WebSocket(`${env.replace("http", "ws")}/ws`);
+    Array.from({ length: count }, async (_, i) => {
+      // Each from an address of its own: clients of their own, each with its share of the budget.
+      const ws = new WebSocket(`${env.replace("http", "ws")}/ws`, { localAddress: `127.0.0.${10 + i}` });
       closers.push(() => ws.terminate());
       ws.on("error", () => {});
       await new Promise((done) => ws.once("open", done));

@@ -4,7 +4,7 @@ No third-party dependencies. See docs/python-client.md in the envworker reposito
 ``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
 """
 
-from .client import EXAMPLES_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, to_action
+from .client import EXAMPLES_LIMIT, GROUP_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, score_groups, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
 from .types import EnvInfo, EpisodeResult, Example, ExamplesPage, GroupResult, Observation, ScoreResult, State, StepResult
@@ -23,6 +23,8 @@ __all__ = [
     "EpisodeResult",
     "GroupResult",
     "score",
+    "score_groups",
+    "GROUP_LIMIT",
     "examples",
     "Example",
     "ExamplesPage",

@@ -9,12 +9,14 @@ from ._transport import DEFAULT_TIMEOUT, Transport
 from .errors import EnvworkerError
 from .types import EnvInfo, ExamplesPage, ScoreResult, State, StepResult
 
-__all__ = ["EnvClient", "to_action", "list_envs", "metadata", "score", "examples", "SCORE_BATCH_LIMIT", "EXAMPLES_LIMIT"]
+__all__ = ["EnvClient", "to_action", "list_envs", "metadata", "score", "score_groups", "examples", "SCORE_BATCH_LIMIT", "GROUP_LIMIT", "EXAMPLES_LIMIT"]
 
 #: The server accepts at most this many items per ``POST /score``; :func:`score` splits larger lists.
 SCORE_BATCH_LIMIT = 1024
 #: The server lists at most this many examples per ``POST /examples``.
 EXAMPLES_LIMIT = 1000
+#: The server accepts at most this many completions in one group of ``POST /score``.
+GROUP_LIMIT = 256
 
 Action = Union[str, Mapping[str, Any]]
 
@@ -191,6 +193,10 @@ class EnvClient:
         """Stateless batch scoring; see :func:`envworker.score`."""
         return _score(self._transport, self._path, items)
 
+    def score_groups(self, groups: Iterable[Iterable[Mapping[str, Any]]]) -> List[List[ScoreResult]]:
+        """Stateless scoring of groups; see :func:`envworker.score_groups`."""
+        return _score_groups(self._transport, self._path, groups)
+
     def examples(self, **kwargs: Any) -> ExamplesPage:
         """One page of ``POST /examples``; see :func:`envworker.examples`."""
         return _examples(self._transport, self._path, **kwargs)
@@ -221,6 +227,25 @@ def _score(transport: Transport, path: str, items: Iterable[Mapping[str, Any]]) 
         # Scoring is pure: retrying after a dropped connection is safe.
         data = transport.post(path + "/score", {"items": chunk}, idempotent=True)
         results.extend(ScoreResult.from_json(r) for r in data["results"])
+    return results
+
+
+def _score_groups(transport: Transport, path: str, groups: Iterable[Iterable[Mapping[str, Any]]]) -> List[List[ScoreResult]]:
+    batch = [[dict(item) for item in group] for group in groups]
+    for i, group in enumerate(batch):
+        if not group or len(group) > GROUP_LIMIT:
+            raise ValueError(f"group {i} has {len(group)} completions; a group has 1 to {GROUP_LIMIT}")
+    results: List[List[ScoreResult]] = []
+    start = 0
+    while start < len(batch):
+        # Whole groups per request, up to SCORE_BATCH_LIMIT completions in all.
+        end, n = start, 0
+        while end < len(batch) and n + len(batch[end]) <= SCORE_BATCH_LIMIT:
+            n += len(batch[end])
+            end += 1
+        data = transport.post(path + "/score", {"groups": batch[start:end]}, idempotent=True)
+        results.extend([ScoreResult.from_json(r) for r in group] for group in data["groups"])
+        start = end
     return results
 
 
@@ -287,6 +312,27 @@ def score(
     transport = Transport(base_url, token=token, timeout=timeout)
     try:
         return _score(transport, _env_path(env), items)
+    finally:
+        transport.close()
+
+
+def score_groups(
+    base_url: str,
+    env: str,
+    groups: Iterable[Iterable[Mapping[str, Any]]],
+    token: Optional[str] = None,
+    timeout: Optional[float] = DEFAULT_TIMEOUT,
+) -> List[List[ScoreResult]]:
+    """Score groups of completions, each group the completions of one prompt (``POST /score``
+    with ``groups``): the environment's group reward functions see the whole group (GRPO's unit),
+    the others score each completion as :func:`score` does. Items are as in :func:`score`.
+    Returns one list of :class:`ScoreResult` per group, in order. A group holds 1 to
+    ``GROUP_LIMIT`` (256) completions; requests carry whole groups, up to ``SCORE_BATCH_LIMIT``
+    completions each.
+    """
+    transport = Transport(base_url, token=token, timeout=timeout)
+    try:
+        return _score_groups(transport, _env_path(env), groups)
     finally:
         transport.close()
 

@@ -6,8 +6,9 @@ Three pieces, each usable alone (nothing here imports TRL; ``datasets`` only whe
   and ``example``, a reference the server re-derives the example from. Answers, hidden tests
   and ``info`` stay on the server.
 * :func:`reward_functions` / :func:`reward_function` — ``reward_funcs`` that grade TRL's
-  completions with the environment's rubric: one ``POST /score`` per batch, by reference. The
-  rubric's total counts (weight 1); each rubric function is logged too (weight 0).
+  completions with the environment's rubric: one ``POST /score`` per batch, by reference, the
+  completions of each prompt as one group (the environment's group reward functions see it
+  whole; judged rewards bring their judge's costs as ``judge_*`` metrics). The rubric's total counts (weight 1); each rubric function is logged too (weight 0).
 * :func:`environment_factory` — an ``environment_factory`` class for multi-turn and tool
   environments: ``reset(**row)`` opens the episode, the environment's tools (and a ``reply``
   method for answers and game moves) become the model's tools, ``get_reward()`` is the
@@ -46,7 +47,7 @@ import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._transport import DEFAULT_TIMEOUT, Transport
-from .client import EXAMPLES_LIMIT, EnvClient, _env_path, _examples, _score
+from .client import EXAMPLES_LIMIT, GROUP_LIMIT, EnvClient, _env_path, _examples, _score_groups
 from .errors import EnvworkerError
 from .types import ExamplesPage, ScoreResult, StepResult
 
@@ -228,6 +229,26 @@ class RewardFunctions(list):
                 scorer.transport.close()
 
 
+def _prompt_groups(items: Sequence[Optional[Dict[str, Any]]]) -> List[List[Dict[str, Any]]]:
+    """GRPO's groups in a batch: TRL puts the ``num_generations`` completions of a prompt next to
+    each other, so consecutive items graded against the same thing (example reference, or
+    prompt, answer, info and args) form one group, which the environment's group reward
+    functions see whole. Rows of other environments (``None``) are left out."""
+    groups: List[List[Dict[str, Any]]] = []
+    last: Optional[str] = None
+    for item in items:
+        if item is None:
+            last = None
+            continue
+        key = json.dumps({k: v for k, v in item.items() if k != "completion"}, sort_keys=True, default=str)
+        if key == last and len(groups[-1]) < GROUP_LIMIT:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+        last = key
+    return groups
+
+
 class _Scorer:
     """One ``POST /score`` per batch, shared by the functions :func:`reward_functions` returns.
 
@@ -280,9 +301,9 @@ class _Scorer:
         return items
 
     def _send(self, items: List[Optional[Dict[str, Any]]]) -> List[Optional[ScoreResult]]:
-        todo = [it for it in items if it is not None]
+        groups = _prompt_groups(items)
         self.requests += 1
-        scored = iter(_score(self.transport, self.path, todo))
+        scored = iter([r for group in _score_groups(self.transport, self.path, groups) for r in group])
         return [next(scored) if it is not None else None for it in items]
 
     def score(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Optional[ScoreResult]]:

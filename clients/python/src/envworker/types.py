@@ -107,15 +107,18 @@ class State:
 @dataclass
 class ScoreResult:
     """One item of ``POST /score``: the rubric's weighted ``reward``, each reward function's
-    value in ``metrics``, and ``errors`` (function name → message) when some failed."""
+    value in ``metrics`` (with ``judge_*`` costs when a judge was asked), and ``errors``
+    (function name → message, ``CODE: message`` for a judge's failure) when some failed."""
 
     reward: float
     metrics: Dict[str, float]
     errors: Optional[Dict[str, str]] = None
+    #: What reward functions left: ``judge`` (function name → the judge model's answer) for judged rewards.
+    info: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ScoreResult":
-        return cls(reward=float(data["reward"]), metrics=dict(data.get("metrics") or {}), errors=data.get("errors"))
+        return cls(reward=float(data["reward"]), metrics=dict(data.get("metrics") or {}), errors=data.get("errors"), info=data.get("info"))
 
 
 @dataclass
