@@ -292,6 +292,20 @@ export default () => {
   });
 });
 
+describe("the checks on replies refuse no genuine guest result", () => {
+  it("an error whose name is long (a guest may name its class anything) comes back as the guest's, its host kept", async () => {
+    const sandbox = createIsolatedVmProcessSandbox({ maxConcurrency: 1 });
+    try {
+      const name = `E${"x".repeat(400)}`;
+      const r = await sandbox.run(`class ${name} extends Error { constructor() { super("boom"); this.name = "${name}"; } }; throw new ${name}()`);
+      expect(r).toMatchObject({ ok: false, error: { name, message: "boom" } });
+      expect(sandbox.replaced).toBe(0);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 60_000);
+});
+
 describe("the real hosts are confined", () => {
   const sandboxes: { name: string; entry: string; profile: ConfinementProfile; create(): Sandbox; code: string }[] = [
     { name: "isolated-vm", entry: "isolated-vm-host.mjs", profile: ISOLATED_VM_PROFILE, create: () => createIsolatedVmProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },

@@ -29,7 +29,8 @@ export const RUN_RESULT = z.strictObject({
   result: z.json(),
   stdout: text,
   stderr: text,
-  error: z.strictObject({ name: text.max(200), message: text, stack: text.optional() }).optional(),
+  // Names and messages are the guest's own (a class may have any name): bounded by the frame, not here.
+  error: z.strictObject({ name: text, message: text, stack: text.optional() }).optional(),
   elapsedMs: z.number().nonnegative().max(1e9),
   truncated: z.boolean().optional(),
 });
