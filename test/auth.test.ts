@@ -51,6 +51,39 @@ describe("access control", () => {
     expect((await get(`${server.url}/envs?token=nope`)).status).toBe(401);
   });
 
+  it("refuses near misses of the right token in the path and the query: prefix, one more character, other case, padded, doubled", async () => {
+    const misses = [
+      TOKEN.slice(0, -1),
+      TOKEN.slice(0, 1),
+      TOKEN.slice(1),
+      `${TOKEN}x`,
+      `${TOKEN}/`,
+      TOKEN + TOKEN,
+      TOKEN.toUpperCase(),
+      TOKEN[0]!.toUpperCase() + TOKEN.slice(1),
+      ` ${TOKEN}`,
+      `${TOKEN} `,
+      `${TOKEN}\0`,
+      `${TOKEN}\n`,
+    ];
+    for (const miss of misses) {
+      const enc = encodeURIComponent(miss);
+      for (const url of [`${server.url}/t/${enc}/envs`, `${server.url}/envs?token=${enc}`, `${server.url}/t/${enc}/envs/reverse-text/ws`]) {
+        const res = await get(url);
+        expect(res.status, `${url}`).toBe(401);
+        expect(res.body.error.code).toBe("UNAUTHORIZED");
+      }
+    }
+    // The right token, percent-encoded, is still the right token; a second ?token= does not override the first.
+    const encoded = [...TOKEN].map((c) => "%" + c.charCodeAt(0).toString(16).padStart(2, "0")).join("");
+    expect((await get(`${server.url}/t/${encoded}/envs`)).status).toBe(200);
+    expect((await get(`${server.url}/envs?token=${encoded}`)).status).toBe(200);
+    expect((await get(`${server.url}/envs?token=wrong&token=${TOKEN}`)).status).toBe(401);
+    // A wrong bearer header is not rescued by a right token in the path or query.
+    expect((await get(`${server.url}/t/${TOKEN}/envs`, { authorization: "Bearer wrong" })).status).toBe(401);
+    expect((await get(`${server.url}/envs?token=${TOKEN}`, { authorization: `Bearer ${TOKEN.slice(0, -1)}` })).status).toBe(401);
+  });
+
   it("lets OpenEnv's header-less WebSocket client in through the path, and nobody without it", async () => {
     await expect(OpenEnvWsClient.connect(`${server.url}/envs/reverse-text`)).rejects.toThrow(/401/);
     const ws = await OpenEnvWsClient.connect(`${server.url}/t/${TOKEN}/envs/reverse-text`);

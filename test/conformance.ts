@@ -140,6 +140,55 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         }
       });
 
+      it("/state hides the answer and info until the episode is done, over HTTP and WebSocket", async () => {
+        // They carry the gold answer (and, in the code environments, which hidden tests grade the
+        // reply): a client that could read them mid-episode could forge its reward.
+        const hidden = (state: Record<string, unknown>, label: string) => {
+          expect(state.done, label).toBe(false);
+          expect(Object.keys(state), label).not.toContain("answer");
+          expect(Object.keys(state), label).not.toContain("info");
+        };
+        const reset = await post(`${rt()}/reset`, { seed: 21 });
+        const id = reset.body.episode_id as string;
+        const stateUrl = `${rt()}/state?episode_id=${encodeURIComponent(id)}`;
+        const before = await get(stateUrl);
+        expect(before.status).toBe(200);
+        hidden(before.body, "reverse-text after reset");
+        // The reversed prompt is the gold answer: not anywhere in the state's text either.
+        const gold = /<reversed_text>([\s\S]*)<\/reversed_text>/.exec(reverseTextGold(reset.body.observation.messages))![1]!;
+        expect(JSON.stringify(before.body)).not.toContain(JSON.stringify(gold).slice(1, 41));
+        await post(`${rt()}/step`, { episode_id: id, action: { content: reverseTextGold(reset.body.observation.messages) } });
+        const after = await get(stateUrl);
+        expect(after.body).toMatchObject({ done: true, answer: gold });
+        expect(after.body).toHaveProperty("info");
+
+        // A multi-turn episode, between its turns.
+        let mid: Record<string, unknown> | undefined;
+        for (let seed = 1; seed <= 40 && !mid; seed++) {
+          const r = await post(`${as()}/reset`, { seed });
+          const history = [...r.body.observation.messages, { role: "assistant", content: alphabetSortGold(r.body.observation.messages) }];
+          const step = await post(`${as()}/step`, { episode_id: r.body.episode_id, action: { content: history.at(-1)!.content } });
+          if (!step.body.done) mid = (await get(`${as()}/state?episode_id=${encodeURIComponent(r.body.episode_id)}`)).body;
+        }
+        expect(mid, "an alphabet-sort seed with more than one turn").toBeDefined();
+        hidden(mid!, "alphabet-sort between turns");
+        expect(mid!.step_count).toBe(1);
+
+        const ws = await OpenEnvWsClient.connect(rt());
+        try {
+          const r = await ws.reset({ seed: 22 });
+          const st = await ws.send({ type: "state" });
+          expect(st.type).toBe("state");
+          hidden(st.data, "WebSocket state after reset");
+          await ws.step({ content: reverseTextGold(r.data.observation.messages) });
+          const done = await ws.send({ type: "state" });
+          expect(done.data).toMatchObject({ done: true });
+          expect(done.data).toHaveProperty("answer");
+        } finally {
+          ws.close();
+        }
+      });
+
       it("keeps concurrent episodes apart", async () => {
         const resets = await Promise.all([1, 2, 3, 4, 5, 6].map((seed) => post(`${rt()}/reset`, { seed })));
         const steps = await Promise.all(

@@ -96,6 +96,34 @@ for (const backend of ["isolated-vm", "quickjs"] as const) {
       expect(outcome.result.score.body.results[0].reward).toBe(0);
     });
 
+    it("a tool call cannot read another client's tests back from the sandbox's memory", async () => {
+      // On QuickJS, a growable SharedArrayBuffer grown past its 16 bytes was the wasm heap: a
+      // math-tools tool call read the expected values of a js-code /score another client had just
+      // sent (3 rounds of 4), from what that grading run left on the same instance.
+      const marker = `Q${Math.random().toString(36).slice(2, 12)}`;
+      const scan = `const want = "${marker.slice(0, 3)}" + "${marker.slice(3)}"; let found = "nothing";
+        for (const make of [() => new SharedArrayBuffer(16, { maxByteLength: 2 ** 23 }), () => new ArrayBuffer(16, { maxByteLength: 2 ** 23 })]) {
+          const b = make(); try { (b.grow || b.resize).call(b, 2 ** 23); } catch (e) {}
+          const u = new Uint8Array(b); let s = "";
+          for (let i = 0; i < u.length; i += 32768) s += String.fromCharCode.apply(null, u.subarray(i, i + 32768));
+          const k = s.indexOf(want); if (k >= 0) found = s.slice(k, k + 40);
+        }
+        found`;
+      const tests = Array.from({ length: 50 }, (_, i) => ({ args: [i], expected: `${marker}-${i}-expected` }));
+      const outcome = await underAttack(server, async () => {
+        const read: string[] = [];
+        for (let round = 0; round < 4; round++) {
+          const victim = await json(server, "/envs/js-code/score", { items: [{ completion: "```javascript\nfunction f(x) { return x; }\n```", info: { function_name: "f", tests } }] });
+          expect(victim.status).toBe(200);
+          const attacker = await rpc(server, "math-tools", "javascript", { code: scan });
+          read.push(JSON.stringify(attacker.body));
+        }
+        return read;
+      });
+      expectServed(`${backend}: reading another client's tests`, outcome);
+      for (const text of outcome.result) expect(text).not.toContain(marker);
+    });
+
     it("20 runaway tool calls in one step do not delay another episode's `1 + 1`", async () => {
       const flood = (async () => {
         const reset = await json(server, "/envs/math-tools/reset", { seed: 2 });

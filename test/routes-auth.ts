@@ -41,6 +41,18 @@ export function routeRequests(): { method: string; path: string; served: boolean
 type Form = { name: string; right: boolean; url: (origin: string, path: string, token: string) => string; headers: (token: string) => Record<string, string> };
 
 const WRONG = "not-the-token";
+
+/** Ways to get the right token almost right. */
+const NEAR_MISSES: [string, (token: string) => string][] = [
+  ["its prefix", (t) => t.slice(0, -1)],
+  ["its first character", (t) => t.slice(0, 1)],
+  ["one character more", (t) => `${t}x`],
+  ["itself twice", (t) => t + t],
+  ["case changed", (t) => (t.toUpperCase() === t ? t.toLowerCase() : t.toUpperCase())],
+  ["last character changed", (t) => t.slice(0, -1) + (t.endsWith("a") ? "b" : "a")],
+  ["a NUL after it", (t) => `${t}\0`],
+  ["its suffix", (t) => t.slice(1)],
+];
 export const FORMS: Form[] = [
   { name: "no token", right: false, url: (o, p) => o + p, headers: () => ({}) },
   { name: "wrong bearer", right: false, url: (o, p) => o + p, headers: () => ({ authorization: `Bearer ${WRONG}` }) },
@@ -51,6 +63,14 @@ export const FORMS: Form[] = [
   { name: "right /t/ path", right: true, url: (o, p, t) => `${o}/t/${t}${p}`, headers: () => ({}) },
   { name: "wrong ?token=", right: false, url: (o, p) => `${o}${p}?token=${WRONG}`, headers: () => ({}) },
   { name: "right ?token=", right: true, url: (o, p, t) => `${o}${p}?token=${t}`, headers: () => ({}) },
+  // Near misses of the right token, in each form: a check that compared only a prefix, ignored
+  // case or trimmed what it was given would let these in.
+  ...NEAR_MISSES.flatMap(([miss, change]): Form[] => [
+    // (A NUL cannot be sent in a header.)
+    ...(change("t").includes("\0") ? [] : [{ name: `bearer: ${miss}`, right: false, url: (o: string, p: string) => o + p, headers: (t: string) => ({ authorization: `Bearer ${change(t)}` }) }]),
+    { name: `/t/ path: ${miss}`, right: false, url: (o, p, t) => `${o}/t/${encodeURIComponent(change(t))}${p}`, headers: () => ({}) },
+    { name: `?token=: ${miss}`, right: false, url: (o, p, t) => `${o}${p}?token=${encodeURIComponent(change(t))}`, headers: () => ({}) },
+  ]),
 ];
 
 async function send(method: string, url: string, headers: Record<string, string>) {

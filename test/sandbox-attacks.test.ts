@@ -194,6 +194,33 @@ describe.each(BACKENDS)("sandbox attacks: $name", (backend) => {
       for (let i = 0; i < 3; i++) await expectHealthy(sandbox);
     });
 
+    it("a grown buffer reads nothing beyond its own memory, of this run or an earlier one", async () => {
+      // QuickJS grew a growable SharedArrayBuffer without reallocating it: the 8 MB "grown" past
+      // a 16-byte buffer were the wasm heap, holding the previous run's strings.
+      const marker = `M${Math.random().toString(36).slice(2)}`;
+      const left = await runChecked(sandbox, `const keep = []; for (let i = 0; i < 2000; i++) keep.push("${marker.slice(0, 4)}" + "${marker.slice(4)}-" + i + "-".repeat(100)); keep.length`);
+      expect(left.result).toBe(2000);
+      for (const make of [
+        "new SharedArrayBuffer(16, { maxByteLength: 2 ** 23 })",
+        "new ArrayBuffer(16, { maxByteLength: 2 ** 23 })",
+      ]) {
+        const r = await runChecked(
+          sandbox,
+          `const b = ${make};
+           try { (b.grow || b.resize).call(b, 2 ** 23); } catch (e) {}
+           const u = new Uint8Array(b);
+           let s = "", nonZero = 0;
+           for (let i = 0; i < u.length; i += 32768) s += String.fromCharCode.apply(null, u.subarray(i, i + 32768));
+           for (let i = 0; i < u.length; i++) if (u[i] !== 0) { nonZero++; break; }
+           [s.indexOf("${marker.slice(0, 4)}" + "${marker.slice(4)}") >= 0, nonZero]`,
+          { timeoutMs: 3000 },
+        );
+        // Either the buffer did not grow, or it grew into fresh zeroed memory of its own.
+        expect(r, make).toMatchObject({ ok: true, result: [false, 0] });
+      }
+      await expectHealthy(sandbox);
+    });
+
     it("Atomics.wait cannot block past the time limit", async () => {
       // Refused (QuickJS has no Atomics) or stopped by the deadline (V8 lets the guest block: it waits
       // forever on a value nobody will change); runChecked bounds the time either way.

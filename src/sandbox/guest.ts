@@ -53,6 +53,13 @@ const setSize = Object.getOwnPropertyDescriptor(Set.prototype, "size").get;
 delete G.FinalizationRegistry;
 delete G.WebAssembly;
 if (typeof G.Atomics === "object" && G.Atomics !== null) delete G.Atomics.waitAsync;
+// Growing a buffer in place. QuickJS (2025-09-13) grows a growable SharedArrayBuffer without
+// reallocating it: measured, grow() let a 16-byte buffer read and write the 8 MB of wasm heap after
+// it, where an earlier run's strings were read back (another client's tests, on a shared instance).
+// V8 takes a resizable buffer's memory past isolated-vm's memory limit (see isolate-pool.ts). Guest
+// code has no use for either, so both go on both engines.
+if (typeof G.SharedArrayBuffer === "function") delete G.SharedArrayBuffer.prototype.grow;
+delete G.ArrayBuffer.prototype.resize;
 
 const MAX_DEPTH = 64;
 const TOO_LARGE = { tooLarge: true };

@@ -8,8 +8,17 @@
  * The pool does not queue: the caller's Limiter keeps at most `max` runs in flight, so a free
  * slot always exists when acquire() is called.
  */
+import { setFlagsFromString } from "node:v8";
 import ivm from "isolated-vm";
 import { GUEST_PRELUDE } from "./guest.ts";
+
+// Resizable ArrayBuffers and growable SharedArrayBuffers get their memory from V8 directly, not
+// from the allocator through which isolated-vm enforces `memoryLimit`: measured, `new
+// ArrayBuffer(40e6, { maxByteLength: 40e6 })` (or `resize(40e6)` of a small one) filled 40 MB
+// under a 16 MiB limit, and 2 GiB until the process's RSS watch killed it. Without the flag the
+// constructors ignore `maxByteLength` and `resize`/`grow` do not exist, in every context created
+// from here on (the process's own main context keeps them). Set before any isolate exists.
+setFlagsFromString("--no-harmony-rab-gsab");
 
 export interface PooledIsolate {
   readonly isolate: ivm.Isolate;

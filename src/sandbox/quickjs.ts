@@ -28,7 +28,7 @@ import { GUEST_PRELUDE, wrapAsync } from "./guest.ts";
 import { Limiter } from "./limiter.ts";
 import { errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
 import { isCloudflareWorkers } from "./platform.ts";
-import { toRunResult } from "./report.ts";
+import { memoryError, toRunResult } from "./report.ts";
 import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from "./types.ts";
 
 export interface QuickJSSandboxOptions {
@@ -76,15 +76,27 @@ const WASM_PAGE = 64 * 1024;
 /** The build's own ceiling for its memory (an imported memory may not declare more). */
 const WASM_MAX_MB = 2048;
 
+/** Wasm memory beyond the run's limit: the module's own data and stack, the allocator's overhead, the report's headroom. */
+const WASM_HEADROOM_MB = 8;
+
 /**
- * Most a QuickJS instance's wasm memory may grow to for runs limited to `memoryMb`. QuickJS's
- * memory limit counts what it allocates, not what the allocator underneath takes from wasm memory:
- * measured, `for(;;) a.push(new Array(1e5).fill(1.5))` under a 64 MiB limit grew an uncapped
- * instance to 2 GiB (the build's maximum) in 7 s; capped, the same run ends as out of memory in
- * half a second. Wasm memory never shrinks, so this is also what an idle instance can keep.
+ * Most a QuickJS instance's wasm memory may grow to for runs limited to `memoryMb`. This cap is what
+ * makes the limit hold: QuickJS's own memory limit cannot count what is held in this build, because
+ * it adds `malloc_usable_size` per allocation and that is 0 under Emscripten ("malloc_usable_size
+ * unavailable" in its memory dump), so it refuses only single allocations larger than the limit.
+ * Measured under `memoryMb: 16`: one 40 MB array was refused, but forty 1 MB strings (40 MB) or
+ * three 15 MB ArrayBuffers were not; and `for(;;) a.push(new Array(1e5).fill(1.5))` under a 64 MiB
+ * limit grew an uncapped instance to 2 GiB (the build's maximum) in 7 s. Every run has a fresh
+ * runtime that frees all it allocated, so the memory in use when a run starts is the module's
+ * small baseline (a 2 MiB headroom was enough for runs and reports in a measurement), and the
+ * cap counts what the run holds. Half the limit again on top: QuickJS grows an array by
+ * reallocating it 1.5x, so the old and the new copy are both held for a moment (a 40 MB array
+ * failed under a 64 MiB limit with only the headroom). So a run holds at most 1.5 x memoryMb +
+ * 8 MiB in all, and no single allocation above memoryMb (was 2 x memoryMb + 32 MiB). Wasm memory
+ * never shrinks, so this is also what an idle instance can keep.
  */
 export function wasmMemoryCapMb(memoryMb: number): number {
-  return Math.min(WASM_MAX_MB, 2 * memoryMb + 32);
+  return Math.min(WASM_MAX_MB, Math.ceil(memoryMb * 1.5) + WASM_HEADROOM_MB);
 }
 
 export class QuickJSSandbox implements Sandbox {
@@ -97,6 +109,8 @@ export class QuickJSSandbox implements Sandbox {
   readonly strategy: DeadlineStrategy;
   private readonly now: () => number;
   private disposed = false;
+  /** The current run wanted more wasm memory than the cap allows. */
+  private growRefused = false;
 
   constructor(private readonly options: QuickJSSandboxOptions = {}) {
     this.limiter = new Limiter(options.maxConcurrency ?? 1);
@@ -117,8 +131,12 @@ export class QuickJSSandbox implements Sandbox {
       const module = await this.getModule(prepared.run.limits.memoryMb);
       const started = this.now();
       try {
+        this.growRefused = false;
         const { result, healthy } = runInFreshRuntime(module, prepared.run, this.strategy, this.options.interruptCallsPerMs, this.now);
         if (!healthy) this.dropModule();
+        // Out of wasm memory, QuickJS often cannot even build its out-of-memory error: the run
+        // ends as "Uncaught null". The refused growth says what it was.
+        if (!result.ok && this.growRefused && result.error?.name !== "TimeoutError") return { ...result, error: memoryError(prepared.run.limits) };
         return result;
       } catch (err) {
         // Not a guest error (those are results): the host failed inside QuickJS. The wasm instance
@@ -155,6 +173,16 @@ export class QuickJSSandbox implements Sandbox {
     if (this.module && this.moduleCapMb !== capMb) this.dropModule();
     if (!this.module) {
       const wasmMemory = new WebAssembly.Memory({ initial: Math.min(256, (capMb * 1024 * 1024) / WASM_PAGE), maximum: (capMb * 1024 * 1024) / WASM_PAGE });
+      // Emscripten grows through this object's grow() and turns a refusal into a failed malloc.
+      const grow = wasmMemory.grow.bind(wasmMemory);
+      wasmMemory.grow = (delta: number) => {
+        try {
+          return grow(delta);
+        } catch (err) {
+          this.growRefused = true;
+          throw err;
+        }
+      };
       const loading = newQuickJSWASMModuleFromVariant(quickjsVariant(this.options.wasmModule, wasmMemory));
       this.module = loading;
       this.moduleCapMb = capMb;

@@ -11,6 +11,7 @@ import type { EpisodeHost } from "./episode-host.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError, toApiError } from "../env/errors.ts";
 import { rpcError, RPC } from "./mcp.ts";
+import { handleEpisodeMcp, isEpisodeMcp, withQuerySession } from "./mcp-episode.ts";
 import type { Services } from "../env/services.ts";
 import { environmentSchemas, openApiDocument } from "./openapi.ts";
 import { CloseRequestSchema, ExamplesRequestSchema, HttpResetRequestSchema, ScoreRequestSchema, StepRequestSchema } from "./protocol.ts";
@@ -247,12 +248,14 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     const text = await readBodyText(c);
     let body: unknown;
     try {
-      body = parseClientJson(text);
+      body = withQuerySession(parseClientJson(text), c.req.query("session_id"));
     } catch (err) {
       if (err instanceof NotJsonError) return c.json(rpcError(null, RPC.PARSE_ERROR, "parse error: body is not valid JSON"));
       return c.json(rpcError(null, RPC.INVALID_REQUEST, (err as Error).message));
     }
     if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, body);
+    // OpenEnv's production mode: sessions are episodes, their tool calls are steps (mcp-episode.ts).
+    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body));
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);
   });

@@ -11,6 +11,7 @@ import type { Services } from "../env/services.ts";
 import { inlineEngine, type EnvEngine, type ScopeServices } from "./engine.ts";
 import { ActionSchema, ResetRequestSchema, WS_TYPES, WsMessageSchema } from "./protocol.ts";
 import { zodIssues } from "../env/episode.ts";
+import { episodeTools, handleEpisodeMcp, isEpisodeMcp, specialStep, stepToolCall } from "./mcp-episode.ts";
 
 export type WsDataReply = { type: "observation" | "state" | "mcp" | "error"; data: unknown };
 export type WsReply = WsDataReply | { type: "state"; json: string };
@@ -114,6 +115,15 @@ export class WsSession {
         return { reply: { type: "observation", data: result } };
       }
       case "step": {
+        // OpenEnv's MCPToolClient (list_tools, call_tool) and TextArena's text action (mcp-episode.ts).
+        const special = specialStep(m.data);
+        if (special?.kind === "list_tools") {
+          return { reply: { type: "observation", data: { observation: { tools: episodeTools(this.env), messages: [] }, reward: null, done: false, episode_id: this.episodeId ?? null } } };
+        }
+        if (special?.kind === "call_tool") {
+          return { reply: { type: "observation", data: await stepToolCall(this.env, this.host, this.requireEpisode(), special.name, special.args) } };
+        }
+        if (special?.kind === "text") return { reply: { type: "observation", data: await this.host.step(this.env, this.requireEpisode(), special.action) } };
         const action = ActionSchema.safeParse(m.data);
         if (!action.success) throw new ApiError("VALIDATION_ERROR", "invalid action", zodIssues(action.error));
         const result = await this.host.step(this.env, this.requireEpisode(), action.data);
@@ -124,6 +134,7 @@ export class WsSession {
         return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id) } : { type: "state", data: await this.host.state(this.env, id) } };
       }
       case "mcp": {
+        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data) } };
         const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
         return response === null ? {} : { reply: { type: "mcp", data: response } };
       }

@@ -327,8 +327,34 @@ class EnvironmentFactoryTests(unittest.TestCase):
             total, metric = trainer.calculate_rewards(inputs, prompts, completions)
             self.assertEqual(total[0], 1.0)
             self.assertLess(total[1], 0.5)
+            # Graded: the episodes are closed on the server (nothing else would close them).
+            with EnvClient(URL, "reverse-text") as probe:
+                for env in trainer.environments:
+                    self.assertIsNone(env._client.episode_id)
+                    with self.assertRaises(EnvworkerError) as caught:
+                        probe.state(env._last.episode_id)
+                    self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
         finally:
             trainer.close()
+
+    def test_unrun_tool_calls_of_the_last_segment_are_not_graded(self) -> None:
+        """TRL stops its tool loop after max_tool_calling_iterations with the last turn's calls
+        unrun: they are no tool calls of the episode (num_tool_calls counts the run ones)."""
+        ex = easy_compute_examples(1)[0]
+        expression = re.fullmatch(r"Compute (.+)\.", ex.prompt[-1]["content"]).group(1)
+        call = {"type": "function", "function": {"name": "calculator", "arguments": {"expression": expression}}}
+        completion = [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "name": "calculator", "content": "1"},
+            {"role": "assistant", "content": "again", "tool_calls": [call, call]},
+        ]
+        converted = etrl.to_score_messages(completion)
+        self.assertEqual(converted[-1], {"role": "assistant", "content": "again"})
+        self.assertIn("tool_calls", converted[0])
+        funcs = etrl.reward_functions(URL, "math-tools", metrics=["num_tool_calls"])
+        self.addCleanup(close_functions, funcs)
+        _, calls = [f(prompts=[ex.prompt], completions=[completion], example=[ex.example]) for f in funcs]
+        self.assertEqual(calls, [1.0])
 
     def test_environment_owned_prompt_keeps_the_system_message(self) -> None:
         Env = etrl.environment_factory(URL, "wordle", seed=3)
@@ -416,6 +442,25 @@ class RealTrainerTests(unittest.TestCase):
             t.train()
             logged = {k for entry in t.state.log_history for k in entry}
             self.assertIn("rewards/WordleEnv/mean", logged)
+
+    def test_environment_factory_graded_by_reward_functions_leaves_no_episode_open(self) -> None:
+        """math-tools with tools, owns_reward=False + reward_functions: after train() every
+        environment's last episode is closed on the server."""
+        import tempfile
+
+        Env = etrl.environment_factory(URL, "math-tools", owns_reward=False, args={"difficulty": "easy"})
+        funcs = etrl.reward_functions(URL, "math-tools")
+        self.addCleanup(close_functions, funcs)
+        with tempfile.TemporaryDirectory() as tmp:
+            t = self.trainer(tmp, tools=True, environment_factory=Env, train_dataset=etrl.dataset(URL, "math-tools", count=8, args={"difficulty": "easy"}), reward_funcs=list(funcs), reward_weights=funcs.weights)
+            t.train()
+            played = [e for e in t.environments if e._last is not None]
+            self.assertTrue(played)
+            with EnvClient(URL, "math-tools") as probe:
+                for e in played:
+                    with self.assertRaises(EnvworkerError) as caught:
+                        probe.state(e._last.episode_id)
+                    self.assertEqual(caught.exception.code, "UNKNOWN_EPISODE")
 
     def test_environment_factory(self) -> None:
         import tempfile

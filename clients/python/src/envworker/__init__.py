@@ -2,7 +2,15 @@
 
 No third-party dependencies. See docs/python-client.md in the envworker repository.
 ``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
+
+This module is also what verifiers loads for the environment id ``envworker``: legacy
+``vf.load_environment("envworker", base_url=..., env=...)`` calls :func:`load_environment`, and
+verifiers v1 / prime-rl find the taskset and env classes (``EnvworkerTaskset``, ``EnvworkerEnv``)
+in ``__all__`` when verifiers is installed. Both import verifiers only when used.
 """
+
+import importlib.util as _importlib_util
+from typing import Any as _Any
 
 from .client import EXAMPLES_LIMIT, GROUP_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, score_groups, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
@@ -10,6 +18,27 @@ from .group import DEFAULT_EPS, group_advantages, run_group
 from .types import EnvInfo, EpisodeResult, Example, ExamplesPage, GroupResult, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"
+
+
+def load_environment(base_url: str, env: str, split: "str | None" = None, args: "dict | None" = None, token: "str | None" = None, **kwargs: _Any) -> _Any:
+    """verifiers' entry for the id ``envworker``: the envworker environment ``env`` at ``base_url``
+    as a verifiers ``MultiTurnEnv`` (see :mod:`envworker.verifiers_legacy`; needs verifiers)."""
+    from .verifiers_legacy import load_environment as _load
+
+    return _load(base_url, env, split=split, args=args, token=token, **kwargs)
+
+
+#: verifiers v1's plugin classes, exported lazily (importing them imports verifiers).
+_V1_EXPORTS = ("EnvworkerTaskset", "EnvworkerEnv", "EnvworkerTask", "EnvworkerTasksetConfig", "EnvworkerEnvConfig", "EnvworkerData")
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _V1_EXPORTS:
+        from . import verifiers_v1
+
+        return getattr(verifiers_v1, name)
+    raise AttributeError(f"module 'envworker' has no attribute {name!r}")
+
 
 __all__ = [
     "EnvClient",
@@ -37,4 +66,8 @@ __all__ = [
     "SCORE_BATCH_LIMIT",
     "DEFAULT_EPS",
     "__version__",
+    "load_environment",
 ]
+# verifiers v1 finds a taskset's classes through `__all__`: listed when verifiers is there to load them.
+if _importlib_util.find_spec("verifiers") is not None:
+    __all__ += list(_V1_EXPORTS)

@@ -166,7 +166,7 @@ def to_score_messages(messages: Union[str, Sequence[Mapping[str, Any]]]) -> Unio
     as ``{"role": "tool", "name": ..., "content": ...}`` without an id; the server (OpenAI
     format) wants ``arguments`` as a JSON string and a ``tool_call_id``. Calls get ids in order
     and each tool result answers the oldest open call of its name. Keys the server does not
-    know are dropped.
+    know are dropped, and so are the tool calls of a final assistant message: TRL never ran them.
     """
     if isinstance(messages, str):
         return messages
@@ -206,6 +206,11 @@ def to_score_messages(messages: Union[str, Sequence[Mapping[str, Any]]]) -> Unio
             out.append({"role": "tool", "content": _text(m.get("content")) or "", "tool_call_id": str(call_id)})
         elif role in ("user", "system"):
             out.append({"role": role, "content": _text(m.get("content")) or ""})
+    # Tool calls that end the completion were never run: TRL stopped its tool loop there
+    # (max_tool_calling_iterations, or results that would overflow max_completion_length).
+    # They are not the episode's tool calls, so the rubric must not count them.
+    if out and out[-1]["role"] == "assistant" and out[-1].pop("tool_calls", None) is not None and out[-1]["content"] is None:
+        out[-1]["content"] = ""
     return out
 
 
@@ -311,6 +316,7 @@ class _Scorer:
             if self._batch is not completions:
                 self._results = self._send(self.items(prompts, completions, kwargs))
                 self._batch = completions
+                _release_episodes(kwargs.get("environments"), len(completions))
             return self._results
 
     async def score_async(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: Mapping[str, Any]) -> List[Optional[ScoreResult]]:
@@ -319,8 +325,24 @@ class _Scorer:
         if self._batch is not completions or self._pending is None:
             self._batch = completions
             items = self.items(prompts, completions, kwargs)
-            self._pending = asyncio.ensure_future(asyncio.to_thread(self._send, items))
+            environments = kwargs.get("environments")
+
+            def send() -> List[Optional[ScoreResult]]:
+                results = self._send(items)
+                _release_episodes(environments, len(completions))
+                return results
+
+            self._pending = asyncio.ensure_future(asyncio.to_thread(send))
         return await self._pending
+
+
+def _release_episodes(environments: Any, n: int) -> None:
+    """Close the episodes of the rollouts just graded: grading is the last thing TRL does with
+    them, and with ``owns_reward=False`` nothing else would close them before the next ``reset``
+    (the last batch's would stay open after ``train()``)."""
+    for e in list(environments or [])[:n]:
+        if isinstance(e, EnvworkerEnvironment):
+            e._release()
 
 
 def reward_functions(
@@ -620,6 +642,17 @@ class EnvworkerEnvironment:
             except EnvworkerError:
                 pass  # scoring is done; an episode that is already gone is fine
             return final
+
+
+    def _release(self) -> None:
+        """Close this rollout's episode once it is graded (the outcome stays for ``_finish``)."""
+        with self._lock:
+            if self._client.episode_id is None:
+                return
+            try:
+                self._client.close()
+            except EnvworkerError:
+                pass  # already gone: nothing to free
 
 
 def _close_client(client: EnvClient) -> None:

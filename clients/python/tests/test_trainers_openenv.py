@@ -1,0 +1,140 @@
+"""OpenEnv's own clients (openenv-core, clients/python/requirements-trainers.txt) against a real
+envworker server: ``MCPToolClient`` over the WebSocket (``list_tools`` / ``call_tool`` as step
+data) and in production mode (JSON-RPC sessions at ``B/mcp``) on math-tools, the ``submit`` tool
+that ends an episode with its reward, and ``GenericEnvClient`` (including TextArena's
+``{"message": ...}`` action). Skipped, with the reason printed, without openenv-core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+import sys
+import unittest
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _support import EnvworkerServer  # noqa: E402
+
+from envworker import EnvClient  # noqa: E402
+
+MISSING = "" if importlib.util.find_spec("openenv") else "openenv-core"
+
+
+def setUpModule() -> None:
+    global SERVER, URL
+    if MISSING:
+        print(f"\ntest_trainers_openenv: skipped: {MISSING} not installed (npm run test:trainers installs it)", file=sys.stderr)
+        return
+    SERVER = EnvworkerServer("math-tools", "reverse-text")
+    URL = SERVER.start()
+
+
+def tearDownModule() -> None:
+    if not MISSING:
+        SERVER.stop()
+
+
+def compute_seed() -> "tuple[int, str]":
+    """A math-tools seed whose problem is "Compute <expression>." (the calculator solves it)."""
+    from envworker import examples
+
+    page = examples(URL, "math-tools", start=0, count=200)
+    for ex in page.examples:
+        m = re.fullmatch(r"Compute (.+)\.", ex.prompt[-1]["content"])
+        if m:
+            return int(ex.seed), m.group(1)  # type: ignore[arg-type]
+    raise AssertionError("no Compute problem in the first 200 seeds")
+
+
+def server_state(episode_id: str) -> Any:
+    with EnvClient(URL, "math-tools") as c:
+        return c.state(episode_id)
+
+
+@unittest.skipIf(MISSING, f"needs {MISSING}")
+class MCPToolClientTests(unittest.TestCase):
+    def test_websocket_mode(self) -> None:
+        from openenv.core.mcp_client import MCPToolClient
+
+        seed, expression = compute_seed()
+
+        async def play() -> Any:
+            async with MCPToolClient(base_url=f"{URL}/envs/math-tools") as env:
+                tools = await env.list_tools()
+                reset = await env.reset(seed=seed)
+                value = await env.call_tool("calculator", expression=expression)
+                outcome = await env.call_tool("submit", content=f"\\boxed{{{value}}}")
+                state = await env.state()
+                return tools, reset, value, outcome, state
+
+        tools, reset, value, outcome, state = asyncio.run(play())
+        self.assertEqual([t.name for t in tools], ["calculator", "javascript", "submit"])
+        self.assertIn("expression", tools[0].input_schema["properties"])
+        self.assertFalse(reset.done)
+        # The call was the episode's tool call, graded like one; submit ended it with the server's reward.
+        self.assertEqual(outcome["done"], True)
+        self.assertEqual(outcome["reward"], 1.0)
+        self.assertEqual(outcome["metrics"]["num_tool_calls"], 1.0)
+        self.assertEqual(outcome["metrics"]["correct_answer"], 1.0)
+        self.assertEqual(state.step_count, 2)
+
+    def test_production_mode(self) -> None:
+        from openenv.core.mcp_client import MCPToolClient
+
+        seed, expression = compute_seed()
+
+        async def play() -> Any:
+            env = MCPToolClient(base_url=f"{URL}/envs/math-tools")
+            env.use_production_mode = True
+            try:
+                tools = await env.list_tools()
+                session = env._production_session_id
+                value = await env.call_tool("calculator", expression=expression)
+                bad = await env.call_tool("calculator", expression="1/")
+                state_mid = server_state(session)
+                outcome = await env.call_tool("submit", content="\\boxed{0.123456}")
+                state_end = server_state(session)
+            finally:
+                await env.close()
+            return tools, session, value, bad, state_mid, outcome, state_end
+
+        tools, session, value, bad, state_mid, outcome, state_end = asyncio.run(play())
+        self.assertEqual([t.name for t in tools], ["calculator", "javascript", "submit"])
+        self.assertTrue(session)
+        self.assertRegex(str(value), r"^-?[0-9.e+-]+$")
+        self.assertTrue(str(bad).startswith("Error:"))
+        self.assertEqual(state_mid.step_count, 2)
+        self.assertFalse(state_mid.done)
+        self.assertTrue(outcome["done"])
+        self.assertEqual(outcome["reward"], state_end.reward)
+        self.assertEqual(outcome["metrics"]["num_tool_calls"], 2.0)
+        self.assertEqual(outcome["metrics"]["num_tool_errors"], 1.0)
+        # close() ended the session: the episode is gone.
+        from envworker import EnvworkerError
+
+        with self.assertRaises(EnvworkerError):
+            server_state(session)
+
+
+@unittest.skipIf(MISSING, f"needs {MISSING}")
+class GenericEnvClientTests(unittest.TestCase):
+    def test_message_action_and_tool_calls(self) -> None:
+        from openenv import GenericEnvClient
+
+        async def play() -> Any:
+            async with GenericEnvClient(base_url=f"{URL}/envs/reverse-text") as env:
+                reset = await env.reset(seed=3)
+                text = reset.observation["messages"][-1]["content"]
+                return await env.step({"message": f"<reversed_text>{text[::-1]}</reversed_text>"})
+
+        result = asyncio.run(play())
+        self.assertTrue(result.done)
+        self.assertEqual(result.reward, 1.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
