@@ -8,8 +8,9 @@
  *
  * Sequential rows (one run at a time) show the cost of one execution; the concurrent rows show a
  * pool using every CPU. The memory table shows what each Node backend holds when idle after the
- * runs: this process's RSS growth plus the RSS of its child processes / the wasm memory of its
- * threads (as they last reported it).
+ * runs: this process's RSS growth plus the RSS of its child processes (as they last reported it).
+ * The "affinity" rows give every run a new queue key, with hosts dedicated to a key: the rate at
+ * which confined hosts start.
  *
  *   npm run bench -- sandbox      (node --no-node-snapshot --import tsx bench/run.ts sandbox)
  */
@@ -19,7 +20,7 @@ import { promisify } from "node:util";
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
-import { createQuickJSThreadSandbox } from "../src/sandbox/quickjs-thread.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
@@ -27,6 +28,8 @@ import { fmt } from "./server.ts";
 const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
 const ITERATIONS = Number(process.env.BENCH_SANDBOX_RUNS ?? 2000);
 const NODE_ITERATIONS = Number(process.env.BENCH_SANDBOX_NODE_RUNS ?? 20);
+/** Runs of the affinity rows: each needs a host of its own (a start-up). */
+const KEYED_ITERATIONS = Number(process.env.BENCH_SANDBOX_KEYED_RUNS ?? 30);
 const MiB = 1024 * 1024;
 
 interface Row {
@@ -55,9 +58,9 @@ async function measure(name: string, iterations: number, once: () => Promise<voi
   return { name, runsPerSec: iterations / seconds, p50Ms: latencies[Math.floor(latencies.length / 2)]! };
 }
 
-function sandboxRun(sandbox: Sandbox): () => Promise<void> {
+function sandboxRun(sandbox: Sandbox, key?: () => string): () => Promise<void> {
   return async () => {
-    const r = await sandbox.run(SNIPPET);
+    const r = await sandbox.run(SNIPPET, key ? { queueKey: key() } : {});
     if (!r.ok || r.result !== 500500 || r.stdout !== "sum 500500\n") throw new Error(`unexpected result ${JSON.stringify(r)}`);
   };
 }
@@ -92,15 +95,21 @@ export async function benchSandbox(): Promise<void> {
   rows.push(await measure("QuickJS in-process, fresh runtime per run (Workers)", ITERATIONS, sandboxRun(quickjs)));
   await quickjs.dispose();
 
-  const pooled = async (name: string, make: () => HostPoolSandbox) => {
+  const pooled = async (name: string, make: (affinity: boolean) => HostPoolSandbox) => {
     const rssBefore = process.memoryUsage.rss();
-    const sandbox = make();
+    const sandbox = make(false);
     rows.push(await measure(`${name}, 1 at a time`, ITERATIONS, sandboxRun(sandbox)));
     rows.push(await measure(`${name}, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox), cpus));
     memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
     await sandbox.dispose();
+    // Hosts dedicated to a queue key (README "The residual"), every run from a new key: each run
+    // needs a fresh host, so this is the rate at which hosts start.
+    const keyed = make(true);
+    let key = 0;
+    rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
+    await keyed.dispose();
   };
-  await pooled("QuickJS in worker threads (Node, ENVWORKER_SANDBOX=quickjs)", () => createQuickJSThreadSandbox());
+  await pooled("QuickJS in child processes (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
 
   const rssBefore = process.memoryUsage.rss();
   const inProcess = createIsolatedVmSandbox();
@@ -110,7 +119,7 @@ export async function benchSandbox(): Promise<void> {
   memory.push({ name: "isolated-vm in this process", hosts: 0, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: 0 });
   await inProcess.dispose();
 
-  await pooled("isolated-vm in child processes (Node default)", () => createIsolatedVmProcessSandbox());
+  await pooled("isolated-vm in child processes (Node default)", (affinity) => createIsolatedVmProcessSandbox({ affinity }));
 
   const nodeE = rows[0]!;
   const sequentialBaseline = rows[baselineAt]!;

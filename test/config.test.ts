@@ -54,6 +54,15 @@ describe("configFromEnv (in process)", () => {
     expect(DOCUMENTED).toContain("ENVWORKER_ENV_THREADS");
   });
 
+  it("ENVWORKER_SANDBOX_AFFINITY: off (unset, empty, \"off\") or \"key\"; anything else refused", () => {
+    expect(configFromEnv({}).sandboxAffinity).toBe(false);
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBe(false);
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "off" }).sandboxAffinity).toBe(false);
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "key" }).sandboxAffinity).toBe(true);
+    expect(() => configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "yes" })).toThrow('ENVWORKER_SANDBOX_AFFINITY must be "key" or "off", got "yes"');
+    expect(DOCUMENTED).toContain("ENVWORKER_SANDBOX_AFFINITY");
+  });
+
   it("takes HOST and ENVWORKER_TOKEN as given, an empty value as unset", () => {
     const defaults = configFromEnv({});
     expect(defaults.host).toBe("127.0.0.1");

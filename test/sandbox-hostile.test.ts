@@ -1,13 +1,13 @@
 /**
  * Hostile input against the Node sandboxes as the server runs them (isolated-vm in supervised
- * child processes, QuickJS in supervised worker threads): code that aborts V8, code that grows far
+ * child processes, QuickJS in supervised child processes): code that aborts V8, code that grows far
  * past its memory limit, TypeScript that is slow to strip, a flood of runaway runs from one queue
  * key, and callers that give up. This test process is the "server": it must survive every one, and
  * so must the sandbox instance (a `1+1` right after), and memory must come back.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSThreadSandbox } from "../src/sandbox/quickjs-thread.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import type { RunResult } from "../src/sandbox/index.ts";
 
@@ -15,7 +15,7 @@ const MiB = 1024 * 1024;
 
 const NODE_BACKENDS: { name: string; create(): HostPoolSandbox }[] = [
   { name: "isolated-vm in child processes", create: () => createIsolatedVmProcessSandbox({ maxConcurrency: 2 }) },
-  { name: "QuickJS in worker threads", create: () => createQuickJSThreadSandbox({ maxConcurrency: 2 }) },
+  { name: "QuickJS in child processes", create: () => createQuickJSProcessSandbox({ maxConcurrency: 2 }) },
 ];
 
 function expectFailed(r: RunResult, names: string[]): void {

@@ -40,7 +40,8 @@ environment: PORT, HOST, ENVWORKER_LOG (info | warn | error; default warn), ENVW
              ENVWORKER_MAX_BODY_BYTES (1048576), ENVWORKER_MAX_WS_MESSAGE_BYTES (1048576),
              ENVWORKER_SHUTDOWN_GRACE_S (10), ENVWORKER_MAX_STEPS (1000),
              ENVWORKER_MAX_EPISODE_CHARS (1000000), ENVWORKER_SANDBOX (isolated-vm | quickjs),
-             ENVWORKER_SANDBOX_CONCURRENCY (0 = one per CPU), ENVWORKER_ENV_TIMEOUT_S (30),
+             ENVWORKER_SANDBOX_CONCURRENCY (0 = one per CPU), ENVWORKER_SANDBOX_AFFINITY (off | key),
+             ENVWORKER_ENV_TIMEOUT_S (30),
              ENVWORKER_ENV_THREADS (one per CPU; 0 = on the event loop), ENVWORKER_MAX_MEMORY_MB (1024)`;
 
 const SERVE_USAGE = `usage: envworker serve [--host 127.0.0.1] [--port 8000] [--watch] [ENV ...]
@@ -108,6 +109,9 @@ async function serveCommand(argv: string[]): Promise<number> {
     return 1;
   }
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
+  // Sandbox hosts are confined (src/sandbox/confine.ts); say so now if this machine weakens that.
+  const { warnIfWeaklyConfined } = await import("../sandbox/confine.ts");
+  warnIfWeaklyConfined();
   for (const e of envs) console.log(`  ${server.url}/envs/${e.name}  ${e.description}`);
   // The playground; with a token, the form a browser can open (it cannot send the header).
   console.log(`playground: ${server.url}${config.token ? "/t/<ENVWORKER_TOKEN>/web" : "/web"}`);

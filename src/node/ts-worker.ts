@@ -2,7 +2,8 @@
  * Worker threads whose entry module (or what it imports) may be TypeScript. Loaders registered in the parent (tsx
  * through its API, as bin/envworker.js does, or vitest's) do not reach worker threads, and a failed
  * import is cached, so the bootstrap registers tsx inside the thread before the first import.
- * Every thread pool on Node (QuickJS runs, environment code) starts its threads through this.
+ * Every thread pool on Node (environment code) starts its threads through this; sandbox hosts are
+ * processes (src/sandbox/confine.ts).
  */
 import { Worker, type WorkerOptions } from "node:worker_threads";
 

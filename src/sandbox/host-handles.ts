@@ -1,12 +1,13 @@
 /**
- * The two kinds of host a sandbox pool supervises, behind one small handle: a worker thread
- * (ts-worker.ts) or a child process (ts-child.ts). Node only.
+ * A sandbox host as the pool sees it: one confined child process (confine.ts) behind a small
+ * handle. Every engine's hosts are started here (isolated-vm, QuickJS, Python), so they all get the
+ * same confinement, the same wire (host-channel.ts) and the same distrust of what comes back:
+ * a reply is bounded in size, then schema-checked (host-protocol.ts); anything else kills the host.
  */
 import type { ChildProcess } from "node:child_process";
-import type { ResourceLimits, Worker } from "node:worker_threads";
-import { forkChild } from "../node/ts-child.ts";
-import { startWorker } from "../node/ts-worker.ts";
-import type { HostReply, HostRequest } from "./host-protocol.ts";
+import { encodeFrame, FrameReader } from "./host-channel.ts";
+import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
+import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
 
 /** How a host ended: what the pool needs to explain it to the run it was serving. */
 export interface HostExit {
@@ -21,14 +22,20 @@ export interface HostHandle {
   onMessage(listener: (message: HostReply) => void): void;
   /** Called once, when the host is gone for any reason (including kill()). */
   onExit(listener: (exit: HostExit) => void): void;
-  /** Stops the host at once (SIGKILL / terminate). */
+  /** Stops the host at once (SIGKILL). */
   kill(): void;
   /** Whether the host keeps the server's process alive (only while it serves a run). */
   keepAlive(on: boolean): void;
+  /** The largest reply accepted now (the pool raises it while a run with a large output cap is in flight). */
+  setMaxReplyBytes(bytes: number): void;
+  /** The process, once started (tests: its pid and uid). */
+  readonly started: Promise<ConfinedProcess>;
 }
 
 /** V8's last words when it aborts for lack of memory (stderr of a process that died of it). */
-const OUT_OF_MEMORY = /invalid (size|array length|table size)|out of memory|heap limit|allocation failed/i;
+const OUT_OF_MEMORY = /invalid (size|array length|table size)|out of memory|heap limit|allocation failed|memory limit/i;
+/** Replies when no run is in flight (ready, a late usage report) are small. */
+export const IDLE_REPLY_BYTES = 64 * 1024;
 
 /** How a host ended, told once: to the listener, or to one registered afterwards. */
 function exitLatch(): { end: (exit: HostExit) => void; onExit: (listener: (exit: HostExit) => void) => void } {
@@ -47,63 +54,86 @@ function exitLatch(): { end: (exit: HostExit) => void; onExit: (listener: (exit:
   };
 }
 
-export function threadHost(entry: URL, resourceLimits: ResourceLimits): HostHandle {
-  const worker: Worker = startWorker(entry, { resourceLimits });
-  worker.unref();
+type Refable = { ref?: () => void; unref?: () => void } | null | undefined;
+
+export function processHost(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): HostHandle {
   const { end, onExit } = exitLatch();
-  worker.on("error", (err: Error & { code?: string }) => end({ why: err.message, outOfMemory: err.code === "ERR_WORKER_OUT_OF_MEMORY" }));
-  worker.on("exit", (code) => end({ why: `exit code ${code}`, outOfMemory: false }));
-  return {
-    post: (message) => worker.postMessage(message),
-    onMessage: (listener) => void worker.on("message", listener),
-    onExit,
-    kill: () => {
-      end({ why: "terminated", outOfMemory: false });
-      void worker.terminate();
+  let listener: ((message: HostReply) => void) | undefined;
+  let child: ChildProcess | undefined;
+  let killed = false;
+  let alive = false;
+  const pending: HostRequest[] = [];
+  let maxReplyBytes = IDLE_REPLY_BYTES;
+  const kill = (why = "killed") => {
+    end({ why, outOfMemory: false });
+    killed = true;
+    child?.kill("SIGKILL");
+  };
+  const reader = new FrameReader(
+    () => maxReplyBytes,
+    (raw) => {
+      const parsed = safeParse(raw);
+      if (!parsed.success) return kill(`it sent a reply the server refuses (${parsed.why})`);
+      listener?.(parsed.reply);
     },
-    keepAlive: (on) => (on ? worker.ref() : worker.unref()),
+    (why) => kill(`it sent ${why}`),
+  );
+  const keepAlive = (on: boolean) => {
+    alive = on;
+    if (!child) return;
+    for (const handle of [child, child.stdin, child.stdout, child.stderr] as Refable[]) handle?.[on ? "ref" : "unref"]?.();
+  };
+  const started = launchConfined(profile, options, args).then((confined) => {
+    child = confined.child;
+    if (killed) child.kill("SIGKILL");
+    // The last few KiB of stderr: how V8 explains an abort.
+    let stderrTail = "";
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      stderrTail = (stderrTail + chunk).slice(-4096);
+    });
+    child.stdout?.on("data", (chunk: Buffer) => reader.push(chunk));
+    // A host that stops reading is killed by the pool's watchdog; writes to it must not throw meanwhile.
+    child.stdin?.on("error", () => {});
+    // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
+    child.on("close", (code, signal) => {
+      const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
+      const last = line.replace(/^[#\s]+/, "").trim();
+      const how = signal ? `signal ${signal}` : `exit code ${code}`;
+      end({ why: last ? `${how}: ${last.slice(0, 300)}` : how, outOfMemory: OUT_OF_MEMORY.test(stderrTail) });
+    });
+    child.on("error", (err) => end({ why: err.message, outOfMemory: false }));
+    keepAlive(alive);
+    for (const message of pending.splice(0)) child.stdin?.write(encodeFrame(message));
+    return confined;
+  });
+  started.catch((err: Error) => end({ why: `could not start: ${err.message}`, outOfMemory: false }));
+  return {
+    post: (message) => {
+      if (!child) pending.push(message);
+      else if (child.stdin?.writable) child.stdin.write(encodeFrame(message));
+    },
+    onMessage: (l) => {
+      listener = l;
+    },
+    onExit,
+    kill: () => kill(),
+    keepAlive,
+    setMaxReplyBytes: (bytes) => {
+      maxReplyBytes = bytes;
+    },
+    started,
   };
 }
 
-export function processHost(entry: URL, execArgv: string[]): HostHandle {
-  const child: ChildProcess = forkChild(entry, { execArgv, stdio: ["ignore", "ignore", "pipe", "ipc"], serialization: "advanced" });
-  // The last few KiB of stderr: how V8 explains an abort.
-  let stderrTail = "";
-  child.stderr?.setEncoding("utf8");
-  child.stderr?.on("data", (chunk: string) => {
-    stderrTail = (stderrTail + chunk).slice(-4096);
-  });
-  const { end, onExit } = exitLatch();
-  // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
-  child.on("close", (code, signal) => {
-    const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
-    const last = line.replace(/^[#\s]+/, "").trim();
-    const how = signal ? `signal ${signal}` : `exit code ${code}`;
-    end({ why: last ? `${how}: ${last.slice(0, 300)}` : how, outOfMemory: OUT_OF_MEMORY.test(stderrTail) });
-  });
-  child.on("error", (err) => end({ why: err.message, outOfMemory: false }));
-  const keepAlive = (on: boolean) => {
-    const channel = child.channel as { ref?: () => void; unref?: () => void } | undefined;
-    if (on) {
-      child.ref();
-      channel?.ref?.();
-    } else {
-      child.unref();
-      channel?.unref?.();
-    }
-    (child.stderr as { ref?: () => void; unref?: () => void } | null)?.[on ? "ref" : "unref"]?.();
-  };
-  keepAlive(false);
-  return {
-    post: (message) => {
-      if (child.connected) child.send(message);
-    },
-    onMessage: (listener) => void child.on("message", listener as (m: unknown) => void),
-    onExit,
-    kill: () => {
-      end({ why: "killed", outOfMemory: false });
-      child.kill("SIGKILL");
-    },
-    keepAlive,
-  };
+function safeParse(raw: unknown): { success: true; reply: HostReply } | { success: false; why: string } {
+  try {
+    const parsed = HOST_REPLY.safeParse(raw);
+    if (parsed.success) return { success: true, reply: parsed.data };
+    const issue = parsed.error.issues[0];
+    return { success: false, why: `${issue?.path.join(".") || "message"}: ${issue?.message ?? "invalid"}`.slice(0, 200) };
+  } catch {
+    // Nesting deep enough to overflow the checker's stack.
+    return { success: false, why: "too deeply nested" };
+  }
 }

@@ -1,7 +1,8 @@
 /**
- * A sandbox made of supervised hosts (Node only): worker threads or child processes, each running
- * an in-process sandbox and serving one run at a time (host-protocol.ts). What the pool adds is
- * what an in-process engine cannot do for itself:
+ * A sandbox made of supervised hosts (Node only): confined child processes (confine.ts), each
+ * running an in-process sandbox and serving one run at a time (host-protocol.ts). Every engine on
+ * Node goes through this one pool: isolated-vm, QuickJS and Python. What the pool adds is what an
+ * in-process engine cannot do for itself:
  *
  * - a hard stop: a run not answered by timeoutMs + slack has its host killed (TimeoutError);
  * - containment: a host that dies (a V8 fatal error aborts its whole process; a thread over its
@@ -11,25 +12,31 @@
  *   is killed (MemoryLimitError), and one that did not give memory back after a run is replaced,
  *   which returns that memory to the OS;
  * - fair queueing and cancellation (limiter.ts): a run whose signal aborts leaves the queue, or,
- *   when running, is answered at once as a CancelledError while its host stops it.
+ *   when running, is answered at once as a CancelledError while its host stops it;
+ * - distrust: a reply is bounded (by the run's output cap) and schema-checked before use
+ *   (host-handles.ts), must answer the run in flight, and its output must fit the run's cap; a
+ *   host that breaks any of this is killed and its run is a SandboxError.
  */
+import { Buffer } from "node:buffer";
 import { availableParallelism } from "node:os";
-import type { HostExit, HostHandle } from "./host-handles.ts";
+import { IDLE_REPLY_BYTES, type HostExit, type HostHandle } from "./host-handles.ts";
 import type { HostReply, SentOptions } from "./host-protocol.ts";
 import { Limiter } from "./limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued } from "./options.ts";
 import { memoryError, timeoutError } from "./report.ts";
-import type { JsonValue, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
+import { TRUNCATION_MARKER, type JsonValue, type RunLimits, type RunOptions, type RunResult, type Sandbox, type SandboxKind } from "./types.ts";
 
 const MiB = 1024 * 1024;
 /** Longest a thread/process may take to start (load the engine, warm it) before it is killed. */
 const START_TIMEOUT_MS = 60_000;
 
 export interface MemoryPolicy {
-  /** How far a host may grow past its idle size while running before it is killed (undefined: not watched). */
+  /** How far a host's RSS may grow past its idle size while running before it is killed (undefined: not watched). */
   killAboveBytes?(limits: RunLimits): number;
-  /** After a run, a host grown past its idle size by more than this is replaced. */
+  /** After a run, a host grown past its idle size by more than this is replaced (engine bytes where the host reports them, else RSS). */
   retireAboveBytes(limits: RunLimits): number;
+  /** Whether an idle host grown by this much (as above) may serve a run with these limits; one that may not is replaced. */
+  fits?(limits: RunLimits, grownBytes: number): boolean;
 }
 
 export interface HostPoolOptions {
@@ -46,6 +53,31 @@ export interface HostPoolOptions {
   cooperativeCancel: boolean;
   /** Replace a host after this many runs (default 1000): nothing a host accumulates lives forever. */
   recycleAfterRuns?: number;
+  /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
+  validate?(code: string, options: RunOptions): void;
+  /**
+   * Hosts are dedicated to a queue key (an episode, a client of a stateless route): a host that
+   * served one key never serves another, so a guest that escaped its engine and took over its host
+   * process can tamper only with later runs of its own key (README.md "The residual"). A new key
+   * gets a fresh host (one is kept started ahead); the least recently used idle host of another
+   * key is stopped to make room. Runs without a key share one key. Default false: a host serves
+   * any key (each switch of key costs a host start-up).
+   */
+  affinity?: boolean;
+}
+
+/**
+ * The largest reply a run may cause: its result and output are each capped at maxOutputBytes
+ * (UTF-8 bytes / characters of JSON), and JSON-escaping can make a byte up to 6 (`\u0000`).
+ */
+function replyBound(limits: RunLimits): number {
+  return IDLE_REPLY_BYTES + 12 * limits.maxOutputBytes + 4 * 1024;
+}
+
+/** Output a host claims for a run must fit the run's cap (plus the markers of what was cut). */
+function outputFits(result: RunResult, limits: RunLimits): boolean {
+  const slack = 2 * Buffer.byteLength(TRUNCATION_MARKER) + 8;
+  return Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr) <= limits.maxOutputBytes + slack;
 }
 
 interface Job {
@@ -61,16 +93,21 @@ interface Job {
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
-  /** Memory the host holds when idle (from its ready message). */
+  /** RSS of the host when idle (from its ready message). */
   private idleBytes = 0;
-  /** Memory the host held when it last said (RSS of a process; wasm memory of a QuickJS thread). */
+  /** RSS of the host when it last said. */
   lastBytes = 0;
+  /** The engine's own measure (wasm memory) when idle and last, where the host reports one. */
+  private idleEngineBytes: number | undefined;
+  private lastEngineBytes: number | undefined;
   private current: { job: Job; started: number; finished: () => void } | undefined;
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
   retire = false;
   runs = 0;
   private exit: HostExit | undefined;
+  /** The queue key this host serves (affinity), once it served one. */
+  key: string | undefined;
 
   constructor(
     private readonly handle: HostHandle,
@@ -84,9 +121,11 @@ class Host {
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
         this.lastBytes = message.bytes;
+        this.lastEngineBytes = message.engineBytes;
         if (message.type === "ready") {
           clearTimeout(startTimer);
           this.idleBytes = message.bytes;
+          this.idleEngineBytes = message.engineBytes;
           if (!this.current) handle.keepAlive(false);
           resolve();
         } else this.onReply(message);
@@ -99,6 +138,12 @@ class Host {
       });
     });
     this.ready.catch(() => {});
+  }
+
+  /** Growth since idle as the memory policy reads it: the engine's measure where reported, else RSS. */
+  get grownBytes(): number {
+    if (this.lastEngineBytes !== undefined && this.idleEngineBytes !== undefined) return this.lastEngineBytes - this.idleEngineBytes;
+    return this.lastBytes - this.idleBytes;
   }
 
   /** Serves one job; resolves when the host is free again (or dead), which may be after the answer. */
@@ -135,6 +180,7 @@ class Host {
         else this.kill();
       };
       const cleanup = () => {
+        this.handle.setMaxReplyBytes(IDLE_REPLY_BYTES);
         clearTimeout(watchdog);
         job.signal?.removeEventListener("abort", onAbort);
       };
@@ -145,6 +191,7 @@ class Host {
       };
       if (job.signal?.aborted) onAbort();
       else job.signal?.addEventListener("abort", onAbort, { once: true });
+      this.handle.setMaxReplyBytes(replyBound(job.limits));
       this.handle.post({ type: "run", id: job.id, code: job.code, options: job.options });
     });
   }
@@ -168,9 +215,16 @@ class Host {
       }
       return;
     }
+    if (message.type === "result" && !outputFits(message.result, job.limits)) {
+      // Only a host that no longer runs our code sends more than the cap it was given.
+      job.answer(errorResult("SandboxError", `the ${this.options.label} answered with more output than the run allows; it was replaced`, performance.now() - started));
+      this.kill();
+      return;
+    }
     this.current = undefined;
-    job.answer(message.type === "result" ? message.result : errorResult("SandboxError", message.message, performance.now() - started));
-    if (grown > this.options.memory.retireAboveBytes(job.limits)) this.retire = true;
+    job.answer(message.type === "result" ? (message.result as RunResult) : errorResult("SandboxError", message.message, performance.now() - started));
+    if (this.grownBytes > this.options.memory.retireAboveBytes(job.limits)) this.retire = true;
+    if (message.type === "result" && message.retire) this.retire = true;
     current.finished();
   }
 
@@ -207,13 +261,19 @@ export class HostPoolSandbox implements Sandbox {
     this.limiter = new Limiter(options.maxConcurrency ?? availableParallelism());
   }
 
-  /** Starts one host ahead of the first run (starting one takes a few hundred ms). */
-  async warm(): Promise<void> {
-    const host = this.acquire();
+  get maxConcurrency(): number {
+    return this.limiter.max;
+  }
+
+  /** Starts `count` hosts (default 1, at most maxConcurrency) ahead of the first runs and waits for them. */
+  async warm(count = 1): Promise<void> {
+    const started: Host[] = [];
+    for (let i = this.all.size; i < Math.min(count, this.limiter.max); i++) started.push(this.startHost());
+    if (started.length === 0 && this.all.size === 0) started.push(this.startHost());
     try {
-      await host.ready;
+      await Promise.all(started.map((h) => h.ready.catch(() => {})));
     } finally {
-      this.release(host);
+      for (const host of started) this.release(host);
     }
   }
 
@@ -222,6 +282,7 @@ export class HostPoolSandbox implements Sandbox {
     // Validate on this side so misuse throws here, not as a result from the host. Type stripping
     // waits for the host (its cost grows with the input; the host runs it under the watchdog).
     // Only what survives JSON is sent: exactly what the guest would get, and always cloneable.
+    this.options.validate?.(code, options);
     const prepared = prepareRun(code, { ...options, ts: false });
     if (!prepared.ok) return prepared.result;
     const { limits, configJson } = prepared.run;
@@ -243,7 +304,7 @@ export class HostPoolSandbox implements Sandbox {
     const { onStart, ...queueOptions } = options;
     const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
-      const host = this.acquire();
+      const host = this.acquire(limits, options.queueKey ?? "");
       try {
         try {
           await host.ready;
@@ -283,12 +344,53 @@ export class HostPoolSandbox implements Sandbox {
     this.all.clear();
   }
 
-  private acquire(): Host {
-    for (let host = this.idle.pop(); host; host = this.idle.pop()) {
-      if (!host.dead) return host;
-      this.all.delete(host); // died while idle
+  /**
+   * An idle host that can serve `limits` (memory a wasm engine took never shrinks) and, with
+   * affinity, `key` (its own, else a fresh one); else a newly started one.
+   */
+  private acquire(limits?: RunLimits, key?: string): Host {
+    const affinity = this.options.affinity === true && key !== undefined;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const host = this.idle[i]!;
+      if (host.dead) {
+        this.idle.splice(i, 1);
+        this.all.delete(host); // died while idle
+        continue;
+      }
+      if (affinity && host.key !== key) continue;
+      this.idle.splice(i, 1);
+      if (!limits || !this.options.memory.fits || this.options.memory.fits(limits, host.grownBytes)) return host;
+      this.replaced++;
+      this.all.delete(host);
+      host.kill();
+      break;
     }
-    return this.startHost();
+    if (!affinity) return this.startHost();
+    // A fresh host (the spare started ahead, if any), kept to this key from now on.
+    const fresh = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
+    const host = fresh >= 0 ? this.idle.splice(fresh, 1)[0]! : this.startHost();
+    host.key = key;
+    this.makeRoom();
+    this.keepSpare();
+    return host;
+  }
+
+  /** Affinity: at most maxConcurrency + 1 hosts alive; the least recently used idle ones go first. */
+  private makeRoom(): void {
+    while (this.all.size > this.limiter.max + 1) {
+      const oldest = this.idle.findIndex((h) => h.key !== undefined);
+      if (oldest < 0) return;
+      const [host] = this.idle.splice(oldest, 1);
+      this.all.delete(host!);
+      host!.kill();
+    }
+  }
+
+  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up. */
+  private keepSpare(): void {
+    if (this.disposed || this.idle.some((h) => h.key === undefined && !h.dead)) return;
+    this.idle.unshift(this.startHost());
+    this.makeRoom();
   }
 
   private release(host: Host): void {
@@ -298,7 +400,8 @@ export class HostPoolSandbox implements Sandbox {
       this.all.delete(host);
       host.kill();
       // Replace it right away, so the next run does not pay the start-up.
-      if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
+      if (this.options.affinity) this.keepSpare();
+      else if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
     } else this.idle.push(host);
   }
 

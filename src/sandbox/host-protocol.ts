@@ -1,11 +1,17 @@
 /**
  * The messages between a sandbox pool (host-pool.ts, in the server process) and one host it
- * supervises (a worker thread or a child process running a sandbox), and the host's side of them.
- * A host serves one run at a time. It reports how much memory it holds (`bytes`: the process's RSS,
- * or a QuickJS thread's wasm memory) when ready, with every result and, where its event loop stays
- * free during a run (isolated-vm), every `heartbeatMs` while running, so the pool can kill a host
- * that grows past a run's memory limit and replace one that did not give its memory back.
+ * supervises (a confined child process running a sandbox, confine.ts), and the host's side of them.
+ * A host serves one run at a time. It reports how much memory it holds (`bytes`: the process's
+ * RSS) when ready, with every result and, where its event loop stays free during a run
+ * (isolated-vm, Python), every `heartbeatMs` while running, so the pool can kill a host that grows
+ * past a run's memory limit and replace one that did not give its memory back. `engineBytes` is
+ * the engine's own measure where it has one (a wasm memory), which its pool's policy reads.
+ *
+ * Nothing a host sends is trusted: a host is where model-written code runs, and a guest that
+ * escaped its engine writes whatever it likes here. Every reply is framed with a size bound
+ * (host-channel.ts) and checked against `HOST_REPLY` before the pool reads a field of it.
  */
+import { z } from "zod";
 import type { RunOptions, RunResult, Sandbox } from "./types.ts";
 
 /** Options that cross to a host: limits and inputs only (JSON-safe; no signal, no callbacks). */
@@ -13,11 +19,38 @@ export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey">;
 
 export type HostRequest = { type: "run"; id: number; code: string; options: SentOptions } | { type: "cancel"; id: number };
 
-export type HostReply =
-  | { type: "ready"; bytes: number }
-  | { type: "usage"; id: number; bytes: number }
-  | { type: "result"; id: number; result: RunResult; bytes: number }
-  | { type: "failed"; id: number; message: string; bytes: number };
+const bytes = z.number().int().nonnegative().max(2 ** 50);
+const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const text = z.string();
+
+/** A RunResult as the server accepts it from a host: data of the expected shape, nothing else. */
+export const RUN_RESULT = z.strictObject({
+  ok: z.boolean(),
+  result: z.json(),
+  stdout: text,
+  stderr: text,
+  // Names and messages are the guest's own (a class may have any name): bounded by the frame, not here.
+  error: z.strictObject({ name: text, message: text, stack: text.optional() }).optional(),
+  elapsedMs: z.number().nonnegative().max(1e9),
+  truncated: z.boolean().optional(),
+});
+
+export const HOST_REPLY = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("ready"), bytes, engineBytes: bytes.optional() }),
+  z.strictObject({ type: z.literal("usage"), id, bytes, engineBytes: bytes.optional() }),
+  z.strictObject({
+    type: z.literal("result"),
+    id,
+    result: RUN_RESULT,
+    bytes,
+    engineBytes: bytes.optional(),
+    /** The host cannot serve again (its engine is broken): replace it. */
+    retire: z.boolean().optional(),
+  }),
+  z.strictObject({ type: z.literal("failed"), id, message: text.max(2000), bytes, engineBytes: bytes.optional() }),
+]);
+
+export type HostReply = z.infer<typeof HOST_REPLY>;
 
 export interface HostPort {
   post(message: HostReply): void;
@@ -25,15 +58,24 @@ export interface HostPort {
 }
 
 export interface ServeOptions {
-  /** Memory this host holds now, in bytes. */
+  /** Memory this host holds now, in bytes (the process's RSS). */
   usage(): number;
+  /** The engine's own measure (a wasm memory's size), when the pool's policy reads it. */
+  engineUsage?(): number;
   /** Report usage this often while a run is in flight (only useful where runs do not block this thread). */
   heartbeatMs?: number;
 }
 
+/** A sandbox served by a host; `retire()` says its engine must not serve again. */
+export type ServedSandbox = Sandbox & { retire?(): boolean };
+
 /** The host's side: run what the pool sends, one at a time, and answer. Call once the sandbox is warm. */
-export function serveRuns(port: HostPort, sandbox: Sandbox, options: ServeOptions): void {
+export function serveRuns(port: HostPort, sandbox: ServedSandbox, options: ServeOptions): void {
   const running = new Map<number, AbortController>();
+  const measure = () => {
+    const engineBytes = options.engineUsage?.();
+    return { bytes: options.usage(), ...(engineBytes !== undefined ? { engineBytes } : {}) };
+  };
   port.onMessage((message) => {
     if (message.type === "cancel") {
       running.get(message.id)?.abort();
@@ -42,18 +84,16 @@ export function serveRuns(port: HostPort, sandbox: Sandbox, options: ServeOption
     const { id } = message;
     const controller = new AbortController();
     running.set(id, controller);
-    const heartbeat = options.heartbeatMs
-      ? setInterval(() => port.post({ type: "usage", id, bytes: options.usage() }), options.heartbeatMs)
-      : undefined;
+    const heartbeat = options.heartbeatMs ? setInterval(() => port.post({ type: "usage", id, ...measure() }), options.heartbeatMs) : undefined;
     const done = (reply: HostReply) => {
       clearInterval(heartbeat);
       running.delete(id);
       port.post(reply);
     };
     sandbox.run(message.code, { ...message.options, signal: controller.signal }).then(
-      (result) => done({ type: "result", id, result, bytes: options.usage() }),
-      (err: unknown) => done({ type: "failed", id, message: err instanceof Error ? err.message : String(err), bytes: options.usage() }),
+      (result: RunResult) => done({ type: "result", id, result, ...measure(), ...(sandbox.retire?.() ? { retire: true } : {}) }),
+      (err: unknown) => done({ type: "failed", id, message: (err instanceof Error ? err.message : String(err)).slice(0, 2000), ...measure() }),
     );
   });
-  port.post({ type: "ready", bytes: options.usage() });
+  port.post({ type: "ready", ...measure() });
 }

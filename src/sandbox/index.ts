@@ -27,10 +27,13 @@ export interface CreateSandboxOptions {
   /** Options of the in-process QuickJS sandbox (Workers: pass `wasmModule` here). */
   quickjs?: QuickJSSandboxOptions;
   /**
-   * Node only: run QuickJS in worker threads, with a watchdog that can kill a run the interrupt
-   * handler cannot stop (default true on Node; in-process elsewhere).
+   * Node only: run QuickJS out of the server's process (confined child processes), with a watchdog
+   * that can kill a run the interrupt handler cannot stop (default true on Node; in-process
+   * elsewhere). The name is from when these were worker threads.
    */
   quickjsThreads?: boolean;
+  /** Node: dedicate each host process to one queue key (host-pool.ts `affinity`; README "The residual"). */
+  affinity?: boolean;
 }
 
 /** ENVWORKER_SANDBOX from `env` (default: process.env where there is one), validated; the platform default when unset. */
@@ -42,20 +45,20 @@ export function sandboxKindFromEnv(env: Record<string, string | undefined> = { E
 }
 
 export function createSandbox(kind: SandboxKind = sandboxKindFromEnv(), options: CreateSandboxOptions = {}): Sandbox {
-  const { maxConcurrency } = options;
+  const { maxConcurrency, affinity } = options;
   switch (kind) {
     case "isolated-vm":
       if (!isNode()) throw new Error("the isolated-vm sandbox needs Node.js");
       // Out of process: a V8 fatal error in an isolate aborts the process hosting it.
       return new LazySandbox(kind, async () => {
         const m = (await importNodeOnly("./isolated-vm-process.ts")) as typeof import("./isolated-vm-process.ts");
-        return m.createIsolatedVmProcessSandbox({ maxConcurrency });
+        return m.createIsolatedVmProcessSandbox({ maxConcurrency, affinity });
       });
     case "quickjs":
       if (isNode() && options.quickjsThreads !== false) {
         return new LazySandbox(kind, async () => {
-          const m = (await importNodeOnly("./quickjs-thread.ts")) as typeof import("./quickjs-thread.ts");
-          return m.createQuickJSThreadSandbox({ maxConcurrency });
+          const m = (await importNodeOnly("./quickjs-process.ts")) as typeof import("./quickjs-process.ts");
+          return m.createQuickJSProcessSandbox({ maxConcurrency, affinity });
         });
       }
       return createQuickJSSandbox({ ...options.quickjs, ...(maxConcurrency ? { maxConcurrency } : {}) });

@@ -6,6 +6,7 @@
  * README.md "Isolation model" for the measurements behind this.
  */
 import { siblingModule } from "../node/ts-worker.ts";
+import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
 import { HostPoolSandbox } from "./host-pool.ts";
 import type { RunLimits } from "./types.ts";
@@ -13,6 +14,10 @@ import type { RunLimits } from "./types.ts";
 export interface IsolatedVmProcessSandboxOptions {
   /** Max concurrent runs = max child processes (default: number of CPUs). */
   maxConcurrency?: number;
+  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
+  affinity?: boolean;
+  /** How the children are confined (tests turn bubblewrap off to check the rest holds alone). */
+  confine?: ConfineOptions;
 }
 
 const MiB = 1024 * 1024;
@@ -34,15 +39,25 @@ const retireAboveBytes = (limits: RunLimits) => limits.memoryMb * MiB + 64 * MiB
 
 export type IsolatedVmProcessSandbox = HostPoolSandbox;
 
+/** How an isolated-vm child is confined (confine.ts): the addon is its only package, and the one allowed. */
+export const ISOLATED_VM_PROFILE: ConfinementProfile = {
+  name: "isolated-vm",
+  entries: { "isolated-vm-host": siblingModule("isolated-vm-host", import.meta.url) },
+  packages: ["isolated-vm"],
+  addons: true,
+  nodeFlags: ["--no-node-snapshot", `--max-old-space-size=${CHILD_HEAP_MB}`],
+  addressSpaceMb: 16 * 1024,
+};
+
 export function createIsolatedVmProcessSandbox(options: IsolatedVmProcessSandboxOptions = {}): IsolatedVmProcessSandbox {
-  const entry = siblingModule("isolated-vm-host", import.meta.url);
   return new HostPoolSandbox({
     kind: "isolated-vm",
     label: "isolated-vm process",
-    start: () => processHost(entry, ["--no-node-snapshot", `--max-old-space-size=${CHILD_HEAP_MB}`]),
+    start: () => processHost(ISOLATED_VM_PROFILE, options.confine),
     maxConcurrency: options.maxConcurrency,
     watchdogSlackMs: WATCHDOG_SLACK_MS,
     memory: { killAboveBytes, retireAboveBytes },
     cooperativeCancel: true,
+    affinity: options.affinity,
   });
 }

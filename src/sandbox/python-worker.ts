@@ -1,6 +1,8 @@
 /**
- * Worker-thread entry of the python sandbox (python.ts): one Pyodide interpreter serving one run at
- * a time over the thread's message port.
+ * The interpreter of the python sandbox: one Pyodide interpreter serving one run at a time, on the
+ * main thread of a confined child process (python-host.ts, which imports this module and hands it
+ * runs from the server through python-link.ts). The name is historical: it lived on a worker thread
+ * of the server until issue 22, and its messages keep that shape.
  *
  * Start-up (~2.5 s): load Pyodide with no packages and an empty `js` namespace, run the lockdown
  * and define the runner (python-guest.ts), make the pre-existing file system read-only, then take a
@@ -16,12 +18,13 @@
  *
  * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
  * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
- * (captured bytes stop at the cap). The time limit is the host's: it writes SIGINT into the shared
- * interrupt buffer (Python raises KeyboardInterrupt at the next bytecode boundary) and terminates
- * this thread if that does not end the run.
+ * (captured bytes stop at the cap). The time limit is the host's: a timer thread (python-timer.ts)
+ * writes SIGINT into the shared interrupt buffer (Python raises KeyboardInterrupt at the next
+ * bytecode boundary); the server kills the whole process if that does not end the run.
  */
-import { fileURLToPath } from "node:url";
-import { parentPort, workerData } from "node:worker_threads";
+import { constants as fsConstants } from "node:fs";
+import { constants as osConstants } from "node:os";
+import { link } from "./python-link.ts";
 import { memoryError, toRunResult } from "./report.ts";
 import { PYTHON_SETUP } from "./python-guest.ts";
 import type { RunLimits, RunResult } from "./types.ts";
@@ -40,9 +43,9 @@ export type PythonWorkerMessage =
   | { type: "failed-to-start"; message: string }
   | { type: "result"; id: number; result: RunResult; heapBytes: number; fatal: boolean };
 
-const port = parentPort;
-if (!port) throw new Error("python-worker.ts must run in a worker thread");
-const interrupt = new Int32Array((workerData as { interrupt: SharedArrayBuffer }).interrupt);
+// The host process's main thread (python-host.ts) is on the other end, on this same thread.
+const port = link;
+const { interrupt, indexURL } = link;
 
 // ---- memory limit: every growth of a WebAssembly memory in this thread goes through here --------
 let growLimitBytes = Number.POSITIVE_INFINITY;
@@ -169,9 +172,9 @@ let snapshot: Snapshot;
 let fatal = false;
 
 try {
+  allowNodefsInit();
   const { loadPyodide } = await import("pyodide");
-  // Inside a worker started from source Pyodide cannot find its own directory: tell it.
-  const indexURL = fileURLToPath(new URL(".", import.meta.resolve("pyodide")));
+  // Pyodide cannot find its own directory from a bundle (python-host.ts is told it by the server).
   const pyodide = await loadPyodide({
     indexURL,
     // The `js` module is a proxy of this object: nothing in it. (The lockdown removes `js` anyway.)
@@ -218,6 +221,17 @@ port.on("message", (req: PythonWorkerRequest) => {
     }
   }
 });
+
+/**
+ * Pyodide's NODEFS (never mounted here) reads `process.binding("constants").fs` when the module
+ * loads, and Node's permission model (the confined host, confine.ts) refuses process.binding: give it
+ * those constants, the same values `node:fs` exports, and nothing else.
+ */
+function allowNodefsInit(): void {
+  const proc = process as unknown as { binding(name: string): unknown };
+  const original = proc.binding.bind(process);
+  proc.binding = (name: string) => (name === "constants" ? { fs: fsConstants, os: osConstants } : original(name));
+}
 
 function dead(): RunResult {
   return { ok: false, result: null, stdout: "", stderr: "", error: { name: "SandboxError", message: "the interpreter is no longer usable" }, elapsedMs: 0 };

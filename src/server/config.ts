@@ -12,6 +12,11 @@ export interface ServerConfig {
   maxEpisodeChars: number;
   /** Concurrent sandbox runs at most (0 = the backend's default: one per CPU). */
   sandboxConcurrency: number;
+  /**
+   * Sandbox hosts dedicated to one queue key (an episode; a client on stateless routes), so a guest
+   * that escaped its engine reaches only its own later runs (src/sandbox/README.md "The residual").
+   */
+  sandboxAffinity: boolean;
   /** Bearer token required on every route but /health; unset = open. */
   token: string | undefined;
   /** How long shutdown waits for in-flight requests before closing connections. */
@@ -89,6 +94,12 @@ function seconds(env: Record<string, string | undefined>, name: string, fallback
   return n;
 }
 
+function affinity(raw: string | undefined): boolean {
+  if (raw === undefined || raw === "" || raw === "off") return false;
+  if (raw === "key") return true;
+  throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "key" or "off", got ${JSON.stringify(raw)}`);
+}
+
 export function configFromEnv(env: Record<string, string | undefined>): ServerConfig {
   return {
     host: env.HOST || "127.0.0.1",
@@ -100,6 +111,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     maxSteps: int(env, "ENVWORKER_MAX_STEPS", 1000),
     maxEpisodeChars: int(env, "ENVWORKER_MAX_EPISODE_CHARS", 1_000_000),
     sandboxConcurrency: int(env, "ENVWORKER_SANDBOX_CONCURRENCY", 0),
+    sandboxAffinity: affinity(env.ENVWORKER_SANDBOX_AFFINITY),
     token: env.ENVWORKER_TOKEN || undefined,
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,

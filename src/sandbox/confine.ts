@@ -1,0 +1,342 @@
+/**
+ * The launcher every sandbox host goes through (Node only): it starts a host entry as a child
+ * process with least privilege. The engine's own sandbox (an isolate, QuickJS, Pyodide's lockdown)
+ * is the first wall; this is the second, for a guest that breaks the first. All at once:
+ *
+ * - an EMPTY environment: no ENVWORKER_TOKEN, no secrets, no PATH (the wire is stdin/stdout,
+ *   host-channel.ts, so not even Node's IPC variables);
+ * - Node's PERMISSION MODEL (`--experimental-permission`): reads only of the host's own bundle and
+ *   the packages its engine loads; no writes, no child processes, no inspector, no WASI; addons only
+ *   for isolated-vm, worker threads only for Python (whose interpreter runs on one);
+ * - a UID/GID OF ITS OWN when the server runs as root (HOST_UID_BASE + n, a different one for each
+ *   live host: hosts cannot signal, ptrace or read each other either);
+ * - RESOURCE LIMITS (prlimit, util-linux): address space, file size 0, no core dumps, a process
+ *   (thread) count;
+ * - BUBBLEWRAP when installed: no network, its own PID/IPC/UTS/user namespaces, a file system
+ *   made only of read-only binds of what Node and the engine need, a fresh /proc, /dev and an
+ *   empty /tmp, killed with the server (`--die-with-parent`).
+ *
+ * The entries are TypeScript in this repository and tsx cannot work inside the permission model
+ * (its loader thread stats paths outside the allowed ones, and esbuild transforms in a child
+ * process), so each profile's entries are bundled once per server process with esbuild into a
+ * private directory (node_modules packages stay external, imported by absolute URL, which is also
+ * exactly the list of package directories the host may read).
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { resolve as resolveModule } from "import-meta-resolve";
+
+export interface ConfinementProfile {
+  /** Names the bundle (one per profile and server process). */
+  name: string;
+  /** The host's entry modules by name; the first is the process's main, the others (worker threads) sit beside it as `<name>.mjs`. */
+  entries: Record<string, URL>;
+  /** Packages left out of the bundle (native addons, wasm they load from their own directory); the host may read their directories. */
+  packages: string[];
+  /** Native addons (isolated-vm). */
+  addons?: boolean;
+  /** Worker threads (Python's interpreter runs on one so the host's main thread can interrupt it). */
+  workers?: boolean;
+  /**
+   * `--disallow-code-generation-from-strings`: no eval/Function in the host's own JavaScript, so a
+   * guest that reaches a host object's constructor cannot turn strings into host code (isolated-vm
+   * cannot have it: the flag is V8's, and guests' own eval would go with it).
+   */
+  noEval?: boolean;
+  /** Other Node flags (heap size, --no-node-snapshot, ...). */
+  nodeFlags?: string[];
+  /** RLIMIT_AS in MiB: measured per engine (README.md "Confinement"). */
+  addressSpaceMb: number;
+  /**
+   * Native stack of the main thread, MiB (RLIMIT_STACK, and V8's limit just under it), where the
+   * engine runs deep native recursion there (Pyodide). Without prlimit the OS default (8 MiB) stays
+   * and V8's limit follows it.
+   */
+  stackMb?: number;
+}
+
+export interface ConfineOptions {
+  /** Use bubblewrap when it is installed (default true). Off: everything else still applies. */
+  bwrap?: boolean;
+}
+
+/** How a host is confined on this machine: what the README's table and the start-up warning say. */
+export interface Confinement {
+  bwrap: boolean;
+  /** Why bubblewrap is not used, when it is not. */
+  bwrapMissing?: string;
+  prlimit: boolean;
+  /** A uid/gid of its own per host (the server runs as root). */
+  ownUid: boolean;
+}
+
+/** First uid/gid of the hosts when the server runs as root; not a user of a usual system. */
+export const HOST_UID_BASE = 61_000;
+const HOST_UIDS = 1000;
+/** RLIMIT_NPROC: threads count against it (Node: main, libuv, V8 platform; isolated-vm's own). */
+const MAX_PROCESSES = 128;
+/** Niceness of the hosts (the server's + 10), like the threads that run environment code. */
+const HOST_NICENESS = 10;
+
+let nextUid = 0;
+
+function which(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(delimiter)) {
+    const path = join(dir, name);
+    try {
+      if (statSync(path).isFile()) return path;
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined;
+}
+
+type Tools = { bwrap?: string; bwrapMissing?: string; prlimit?: string; nice?: string };
+let probed: Tools | undefined;
+
+/** bubblewrap, prlimit and nice, looked up once; bubblewrap is tried once (user namespaces may be off). */
+function tools(): Tools {
+  if (probed) return probed;
+  const bwrap = which("bwrap");
+  const prlimit = which("prlimit");
+  const nice = which("nice");
+  let bwrapMissing: string | undefined;
+  if (!bwrap) bwrapMissing = "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)";
+  else {
+    const uid = runAsRoot() ? { uid: HOST_UID_BASE, gid: HOST_UID_BASE } : {};
+    const args = [...namespaceArgs(uid.uid), "--ro-bind", "/", "/", process.execPath, "-e", "0"];
+    const probe = spawnSync(bwrap, args, { env: {}, stdio: ["ignore", "ignore", "pipe"], timeout: 10_000, ...uid });
+    if (probe.status !== 0) bwrapMissing = `bwrap failed: ${probe.stderr?.toString().trim().slice(0, 200) || probe.error?.message || `exit ${probe.status}`}`;
+  }
+  probed = { ...(bwrap && !bwrapMissing ? { bwrap } : {}), ...(bwrapMissing ? { bwrapMissing } : {}), ...(prlimit ? { prlimit } : {}), ...(nice ? { nice } : {}) };
+  return probed;
+}
+
+function runAsRoot(): boolean {
+  return process.getuid?.() === 0;
+}
+
+export function describeConfinement(options: ConfineOptions = {}): Confinement {
+  const t = tools();
+  const useBwrap = options.bwrap !== false && t.bwrap !== undefined;
+  return {
+    bwrap: useBwrap,
+    ...(useBwrap ? {} : { bwrapMissing: options.bwrap === false ? "turned off" : t.bwrapMissing }),
+    prlimit: t.prlimit !== undefined,
+    ownUid: runAsRoot(),
+  };
+}
+
+let warned = false;
+/** Says once, on stderr, what is missing from the confinement of sandbox hosts on this machine. */
+export function warnIfWeaklyConfined(log: (line: string) => void = (l) => console.warn(l)): void {
+  if (warned) return;
+  warned = true;
+  const c = describeConfinement();
+  const missing = [
+    ...(c.bwrap ? [] : [`no bubblewrap (${c.bwrapMissing}): sandbox hosts share the server's network and see its processes`]),
+    ...(c.prlimit ? [] : ["no prlimit (util-linux): sandbox hosts run without address-space, file-size and process limits"]),
+    ...(c.ownUid ? [] : ["the server does not run as root: sandbox hosts run as the server's own user"]),
+  ];
+  for (const line of missing) log(`envworker: warning: ${line}`);
+}
+
+function namespaceArgs(uid: number | undefined): string[] {
+  return [
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    ...(uid !== undefined ? ["--uid", String(uid), "--gid", String(uid)] : []),
+    "--die-with-parent",
+    // Not --new-session: a session of its own put each host in a scheduler autogroup of its own,
+    // which made runs ~1.5-2x slower on this loaded machine (measured). What it protects against,
+    // TIOCSTI on the server's terminal, needs a terminal fd: the host's stdio are pipes, and the
+    // permission model refuses to open /dev/tty.
+    "--cap-drop",
+    "ALL",
+  ];
+}
+
+interface Bundle {
+  dir: string;
+  /** File of each entry. */
+  files: Record<string, string>;
+  /** Directories the host may read: its bundle and the external packages (real paths). */
+  readable: string[];
+}
+
+const bundles = new Map<string, Promise<Bundle>>();
+let bundleRoot: string | undefined;
+
+function root(): string {
+  if (bundleRoot) return bundleRoot;
+  bundleRoot = mkdtempSync(join(tmpdir(), "envworker-hosts-"));
+  // Hosts run as other users: they must be able to read (never write) the bundles.
+  chmodSync(bundleRoot, 0o755);
+  process.once("exit", () => rmSync(bundleRoot!, { recursive: true, force: true }));
+  return bundleRoot;
+}
+
+/** The directory of the package a resolved file belongs to, and those of its dependencies. */
+function packageDirs(file: string, into: Set<string>): void {
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (!existsSync(manifest)) continue;
+    let pkg: { name?: string; dependencies?: Record<string, string> };
+    try {
+      pkg = JSON.parse(readFileSync(manifest, "utf8")) as typeof pkg;
+    } catch {
+      continue;
+    }
+    if (!pkg.name) continue; // a nested package.json that only sets "type"
+    const real = realpathSync(dir);
+    if (into.has(real)) return;
+    into.add(real);
+    for (const dep of Object.keys(pkg.dependencies ?? {})) {
+      try {
+        packageDirs(fileURLToPath(resolveModule(`${dep}/package.json`, pathToFileURL(manifest).href)), into);
+      } catch {
+        // Not installed, or no package.json export: the host will not get to read it.
+      }
+    }
+    return;
+  }
+}
+
+function bundle(profile: ConfinementProfile): Promise<Bundle> {
+  let made = bundles.get(profile.name);
+  if (!made) {
+    made = build(profile);
+    bundles.set(profile.name, made);
+    made.catch(() => bundles.delete(profile.name));
+  }
+  return made;
+}
+
+async function build(profile: ConfinementProfile): Promise<Bundle> {
+  const { build: esbuild } = await import("esbuild");
+  const dir = join(root(), profile.name);
+  const readable = new Set<string>();
+  const builtins = new Set(builtinModules);
+  const isExternal = (spec: string) => profile.packages.some((p) => spec === p || spec.startsWith(`${p}/`));
+  await esbuild({
+    entryPoints: Object.entries(profile.entries).map(([out, url]) => ({ out, in: fileURLToPath(url) })),
+    outdir: dir,
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    logLevel: "silent",
+    // Bundled CommonJS (sucrase) calls require() for Node's own modules.
+    banner: { js: 'import { createRequire as __envworkerRequire } from "node:module"; const require = __envworkerRequire(import.meta.url);' },
+    plugins: [
+      {
+        name: "external-packages",
+        setup(b) {
+          b.onResolve({ filter: /^[^./]/ }, (args) => {
+            if (args.path.startsWith("node:") || builtins.has(args.path)) return { path: args.path, external: true };
+            if (!isExternal(args.path)) return undefined;
+            const url = resolveModule(args.path, pathToFileURL(args.importer).href);
+            packageDirs(fileURLToPath(url), readable);
+            return { path: url, external: true };
+          });
+        },
+      },
+    ],
+  });
+  chmodTree(dir);
+  const files = Object.fromEntries(Object.keys(profile.entries).map((name) => [name, join(dir, `${name}.mjs`)]));
+  return { dir, files, readable: [dir, ...readable] };
+}
+
+function chmodTree(dir: string): void {
+  chmodSync(dir, 0o755);
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (lstatSync(path).isDirectory()) chmodTree(path);
+    else chmodSync(path, 0o644);
+  }
+}
+
+/** What bubblewrap binds: the system's libraries (Node links to them), Node itself and the readable directories. */
+function bwrapArgs(readable: string[], uid: number | undefined): string[] {
+  const args = [...namespaceArgs(uid), "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/"];
+  for (const path of ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32"]) {
+    let stat;
+    try {
+      stat = lstatSync(path);
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
+    else args.push("--ro-bind", path, path);
+  }
+  const node = realpathSync(process.execPath);
+  args.push("--ro-bind", node, node);
+  if (process.execPath !== node) args.push("--ro-bind", process.execPath, process.execPath);
+  for (const dir of readable) args.push("--ro-bind", dir, dir);
+  return args;
+}
+
+export interface ConfinedProcess {
+  child: ChildProcess;
+  confinement: Confinement;
+  uid: number | undefined;
+}
+
+/**
+ * Starts the profile's main entry confined, its stdin/stdout the host channel and its stderr a
+ * pipe (V8's last words). Resolves once spawned (the first call bundles, ~0.1–0.5 s).
+ */
+export async function launchConfined(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): Promise<ConfinedProcess> {
+  const made = await bundle(profile);
+  const confinement = describeConfinement(options);
+  const uid = confinement.ownUid ? HOST_UID_BASE + (nextUid++ % HOST_UIDS) : undefined;
+  const mainEntry = made.files[Object.keys(profile.entries)[0]!]!;
+  const node = [
+    process.execPath,
+    "--experimental-permission",
+    ...made.readable.map((dir) => `--allow-fs-read=${dir}`),
+    ...(profile.addons ? ["--allow-addons"] : []),
+    ...(profile.workers ? ["--allow-worker"] : []),
+    ...(profile.noEval ? ["--disallow-code-generation-from-strings"] : []),
+    "--no-warnings",
+    ...(profile.nodeFlags ?? []),
+    ...(profile.stackMb ? [`--stack-size=${(tools().prlimit ? profile.stackMb : 8) * 1024 - 1024}`] : []),
+    mainEntry,
+    ...args,
+  ];
+  const t = tools();
+  const limits = t.prlimit
+    ? [
+        t.prlimit,
+        `--as=${profile.addressSpaceMb * 1024 * 1024}`,
+        "--fsize=0",
+        "--core=0",
+        `--nproc=${MAX_PROCESSES}`,
+        ...(profile.stackMb ? [`--stack=${profile.stackMb * 1024 * 1024}`] : []),
+        "--",
+      ]
+    : [];
+  const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(made.readable, uid)] : [];
+  // Below the server in CPU priority (as environment threads are): a guest that spins must not slow
+  // the process that serves I/O. Set before bubblewrap forks, so every process of the host has it.
+  const lower = t.nice ? [t.nice, "-n", String(HOST_NICENESS)] : [];
+  const [command, ...rest] = [...limits, ...lower, ...sandbox, ...node];
+  const child = spawn(command!, rest, {
+    env: {},
+    cwd: "/",
+    stdio: ["pipe", "pipe", "pipe"],
+    ...(uid !== undefined ? { uid, gid: uid } : {}),
+  });
+  return { child, confinement, uid };
+}

@@ -1,0 +1,385 @@
+/**
+ * The second wall (src/sandbox/confine.ts): every sandbox host runs in a child process with least
+ * privilege, and a guest that fully escapes its engine is still inside it.
+ *
+ * - The escape: test/fixtures/confine/escape-host.ts runs a run's code as host-side JavaScript in
+ *   the sandbox process, started through the very launcher of the real hosts with each real host's
+ *   profile (isolated-vm, QuickJS, Python), with bubblewrap and without. From there it tries what the
+ *   issue's attacker did: read the server's environment and files, start a process, open a
+ *   connection, signal the server, open the inspector, and forge the result of another key's run.
+ * - The real hosts: which process they are, which uid, their (empty) environment, their limits.
+ * - Distrust: replies that are too large, malformed, for another run or over the output cap end
+ *   their host, never the server.
+ */
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeConfinement, HOST_UID_BASE, type ConfinementProfile } from "../src/sandbox/confine.ts";
+import { processHost } from "../src/sandbox/host-handles.ts";
+import { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
+import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
+import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import type { Sandbox } from "../src/sandbox/types.ts";
+
+const ESCAPE_ENTRY = pathToFileURL(resolve(import.meta.dirname, "fixtures/confine/escape-host.ts"));
+const REPO_FILE = resolve(import.meta.dirname, "../package.json");
+const HAS_BWRAP = describeConfinement().bwrap;
+const AS_ROOT = process.getuid?.() === 0;
+
+/** A real host's profile with the escape in place of its entry: the same flags, packages, limits. */
+function escapeProfile(real: ConfinementProfile): ConfinementProfile {
+  return { ...real, name: `escape-${real.name}`, entries: { "escape-host": ESCAPE_ENTRY } };
+}
+
+function escapePool(profile: ConfinementProfile, bwrap: boolean, affinity = false): HostPoolSandbox {
+  return new HostPoolSandbox({
+    kind: "quickjs",
+    label: "escaped host",
+    start: () => processHost(profile, { bwrap }),
+    maxConcurrency: 2,
+    watchdogSlackMs: 1000,
+    memory: { retireAboveBytes: () => Number.MAX_SAFE_INTEGER },
+    cooperativeCancel: false,
+    affinity,
+  });
+}
+
+/** Host-side JavaScript the escaped guest runs: every attempt, and what became of it. */
+const ATTACKS = `
+export default async ({ serverPid, secretFile, secretDir, port, repoFile }) => {
+  const report = {};
+  const attempt = async (name, f) => {
+    try { report[name] = { ok: true, value: await f() }; }
+    catch (e) { report[name] = { ok: false, code: String(e?.code ?? e?.name ?? e) }; }
+  };
+  const fs = await import("node:fs");
+  await attempt("env", () => ({ ...process.env }));
+  await attempt("ids", () => ({ uid: process.getuid(), gid: process.getgid() }));
+  await attempt("readShadow", () => fs.readFileSync("/etc/shadow", "utf8").length);
+  await attempt("readPasswd", () => fs.readFileSync("/etc/passwd", "utf8").length);
+  await attempt("readSecret", () => fs.readFileSync(secretFile, "utf8"));
+  await attempt("readRepo", () => fs.readFileSync(repoFile, "utf8").length);
+  await attempt("listRoot", () => fs.readdirSync("/"));
+  await attempt("writeTmp", () => fs.writeFileSync("/tmp/escaped", "x"));
+  await attempt("writeSecretDir", () => fs.writeFileSync(secretDir + "/planted", "x"));
+  await attempt("spawn", async () => (await import("node:child_process")).execFileSync("/bin/sh", ["-c", "id"]).toString());
+  await attempt("fork", async () => (await import("node:child_process")).fork("/dev/null").pid);
+  await attempt("signalServer", () => process.kill(serverPid, 0));
+  await attempt("usr1Server", () => process.kill(serverPid, "SIGUSR1"));
+  await attempt("inspector", async () => (await import("node:inspector")).open(0));
+  await attempt("worker", async () => { const { Worker } = await import("node:worker_threads"); const w = new Worker("0", { eval: true }); await w.terminate(); return "started"; });
+  await attempt("addon", () => process.dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"));
+  await attempt("connect", async () => {
+    const net = await import("node:net");
+    return await new Promise((ok, fail) => {
+      const socket = net.connect(port, "127.0.0.1", () => { socket.end(); ok("connected"); });
+      socket.on("error", fail);
+      setTimeout(() => fail(new Error("timeout")), 3000);
+    });
+  });
+  return report;
+};`;
+
+type Attempt = { ok: true; value: unknown } | { ok: false; code: string };
+
+describe("a guest that escaped its engine, confined", () => {
+  let listener: Server;
+  let port = 0;
+  let connections = 0;
+  let secretDir: string;
+  let secretFile: string;
+  const savedToken = process.env.ENVWORKER_TOKEN;
+
+  beforeAll(async () => {
+    // The server's secrets: a token in its environment, a file only it should read (world-readable,
+    // so only the confinement stands between it and the guest), a port on loopback.
+    process.env.ENVWORKER_TOKEN = "server-secret-token";
+    secretDir = mkdtempSync(join(tmpdir(), "envworker-secret-"));
+    secretFile = join(secretDir, "secret.txt");
+    writeFileSync(secretFile, "the server's secret", { mode: 0o644 });
+    listener = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((ok) => listener.listen(0, "127.0.0.1", ok));
+    port = (listener.address() as { port: number }).port;
+  });
+  afterAll(() => {
+    if (savedToken === undefined) delete process.env.ENVWORKER_TOKEN;
+    else process.env.ENVWORKER_TOKEN = savedToken;
+    listener.close();
+    rmSync(secretDir, { recursive: true, force: true });
+  });
+
+  const PROFILES = [ISOLATED_VM_PROFILE, QUICKJS_PROFILE, PYTHON_PROFILE].flatMap((profile) =>
+    [true, false].map((bwrap) => ({ profile, bwrap, name: `${profile.name}, ${bwrap ? "with" : "without"} bubblewrap` })),
+  );
+
+  describe.each(PROFILES)("$name", ({ profile, bwrap }) => {
+    const skip = bwrap && !HAS_BWRAP;
+    let report: Record<string, Attempt>;
+    let connectionsBefore = 0;
+
+    beforeAll(async () => {
+      if (skip) return;
+      const pool = escapePool(escapeProfile(profile), bwrap);
+      try {
+        connectionsBefore = connections;
+        const r = await pool.run(ATTACKS, { timeoutMs: 20_000, globals: { serverPid: process.pid, secretFile, secretDir, port, repoFile: REPO_FILE } });
+        expect(r.ok, JSON.stringify(r)).toBe(true);
+        report = r.result as Record<string, Attempt>;
+      } finally {
+        await pool.dispose();
+      }
+    }, 60_000);
+
+    it.skipIf(skip)("sees an empty environment: not the server's token, nothing else", () => {
+      // bubblewrap always sets PWD (to "/", where it starts the host): the one variable there is.
+      expect(report.env).toEqual({ ok: true, value: bwrap ? { PWD: "/" } : {} });
+    });
+
+    it.skipIf(skip)("runs as a user of its own, not root", () => {
+      const ids = report.ids as { ok: true; value: { uid: number; gid: number } };
+      if (AS_ROOT) {
+        expect(ids.value.uid).toBeGreaterThanOrEqual(HOST_UID_BASE);
+        expect(ids.value.gid).toBeGreaterThanOrEqual(HOST_UID_BASE);
+      } else expect(ids.value.uid).toBe(process.getuid!());
+    });
+
+    it.skipIf(skip)("reads no file outside its engine: not /etc, not the repository, not the server's secret", () => {
+      for (const name of ["readShadow", "readPasswd", "readSecret", "readRepo", "listRoot"]) {
+        expect(report[name], name).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      }
+    });
+
+    it.skipIf(skip)("writes nothing anywhere (so nothing persists for a later run)", () => {
+      expect(report.writeTmp).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      expect(report.writeSecretDir).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      expect(readdirSync(secretDir)).toEqual(["secret.txt"]);
+    });
+
+    it.skipIf(skip)("starts no process, opens no inspector, loads no addon it does not need, starts no thread it does not need", () => {
+      expect(report.spawn).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      expect(report.fork).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      expect(report.inspector).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+      if (!profile.addons) expect(report.addon).toEqual({ ok: false, code: "ERR_DLOPEN_DISABLED" });
+      if (!profile.workers) expect(report.worker).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
+    });
+
+    it.skipIf(skip)("cannot signal the server (not even to ask whether it exists)", () => {
+      // With bubblewrap the server is not in its PID namespace (ESRCH); without, it is another user (EPERM).
+      const expected = bwrap ? "ESRCH" : "EPERM";
+      if (AS_ROOT || bwrap) {
+        expect(report.signalServer).toEqual({ ok: false, code: expected });
+        expect(report.usr1Server).toEqual({ ok: false, code: expected });
+      }
+    });
+
+    it.skipIf(skip)(
+      bwrap ? "opens no connection, not even to the server's loopback" : "without bubblewrap, reaches the network (README: what holds without it)",
+      () => {
+        if (bwrap) {
+          expect(report.connect?.ok).toBe(false);
+          expect(connections).toBe(connectionsBefore);
+        } else {
+          expect(report.connect).toEqual({ ok: true, value: "connected" });
+        }
+      },
+    );
+  });
+
+  /** Escaped host-side code that forges the result of every later run its process serves. */
+  const FORGE = `
+export default () => {
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (chunk, ...rest) => {
+    try {
+      const frame = Buffer.from(chunk);
+      const message = JSON.parse(frame.subarray(4).toString("utf8"));
+      if (message.type === "result") {
+        message.result = { ...message.result, ok: true, result: "forged" };
+        const body = Buffer.from(JSON.stringify(message));
+        const head = Buffer.alloc(4);
+        head.writeUInt32BE(body.length);
+        return write(Buffer.concat([head, body]), ...rest);
+      }
+    } catch {}
+    return write(chunk, ...rest);
+  };
+  return "poisoned";
+};`;
+  const GENUINE = `export default () => "genuine";`;
+
+  it.each([true, false])(
+    "an escaped guest cannot change another key's results: hosts are dedicated to a key (affinity %s)",
+    async (affinity) => {
+      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP, affinity);
+      try {
+        await pool.warm(2);
+        // Key A takes over its process; its own later runs are the residual (README "The residual").
+        await pool.run(FORGE, { queueKey: "client-a" });
+        expect((await pool.run(GENUINE, { queueKey: "client-a" })).result).toBe("forged");
+        // Another client's runs, one after another and concurrently with A's.
+        const others = await Promise.all([
+          pool.run(GENUINE, { queueKey: "client-b" }),
+          pool.run(GENUINE, { queueKey: "client-c" }),
+          pool.run(GENUINE, { queueKey: "client-b" }),
+        ]);
+        const results = others.map((r) => r.result);
+        if (affinity) expect(results).toEqual(["genuine", "genuine", "genuine"]);
+        // Without affinity the poisoned process serves other keys too: the control that shows this test can fail.
+        else expect(results).toContain("forged");
+      } finally {
+        await pool.dispose();
+      }
+    },
+    90_000,
+  );
+
+  describe("the server trusts nothing a host sends back", () => {
+    let pool: HostPoolSandbox;
+    beforeAll(() => {
+      pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP);
+    });
+    afterAll(() => pool.dispose());
+
+    const raw = (body: string) => `
+export default () => {
+  ${body}
+  return new Promise(() => {});
+};`;
+    const frame = (json: string) => `const b = Buffer.from(${JSON.stringify(json)}); const h = Buffer.alloc(4); h.writeUInt32BE(b.length); process.stdout.write(Buffer.concat([h, b]));`;
+
+    it.each([
+      ["a reply far larger than the run allows", `const h = Buffer.alloc(4); h.writeUInt32BE(2 ** 31); process.stdout.write(h);`, /sent a message of 2147483648 bytes/],
+      ["a reply that is not JSON", frame("{not json"), /not JSON/],
+      ["a reply of the wrong shape", frame('{"type":"result","id":1,"result":{"ok":true},"bytes":1}'), /refuses/],
+      ["a reply with fields no reply has", frame('{"type":"ready","bytes":1,"exec":"rm -rf /"}'), /refuses/],
+    ])("%s: the host is killed, its run is a SandboxError", async (_name, body, why) => {
+      const before = pool.replaced;
+      const r = await pool.run(raw(body), { timeoutMs: 5000 });
+      expect(r.ok).toBe(false);
+      expect(r.error?.name).toBe("SandboxError");
+      expect(r.error?.message).toMatch(why);
+      expect(pool.replaced).toBeGreaterThan(before);
+      expect((await pool.run(`export default () => 2`)).result).toBe(2);
+    }, 30_000);
+
+    it("a result with more output than the run's cap: the host is killed, its run is a SandboxError", async () => {
+      const before = pool.replaced;
+      const oversize = `
+export default () => {
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (chunk, ...rest) => {
+    const message = JSON.parse(Buffer.from(chunk).subarray(4).toString("utf8"));
+    if (message.type === "result") message.result.stdout = "x".repeat(5000);
+    const body = Buffer.from(JSON.stringify(message));
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length);
+    return write(Buffer.concat([head, body]), ...rest);
+  };
+  return 1;
+};`;
+      const r = await pool.run(oversize, { maxOutputBytes: 100, timeoutMs: 5000 });
+      expect(r).toMatchObject({ ok: false, stdout: "", error: { name: "SandboxError" } });
+      expect(r.error?.message).toMatch(/more output than the run allows/);
+      expect(pool.replaced).toBeGreaterThan(before);
+    }, 30_000);
+  });
+});
+
+describe("the checks on replies refuse no genuine guest result", () => {
+  it("an error whose name is long (a guest may name its class anything) comes back as the guest's, its host kept", async () => {
+    const sandbox = createIsolatedVmProcessSandbox({ maxConcurrency: 1 });
+    try {
+      const name = `E${"x".repeat(400)}`;
+      const r = await sandbox.run(`class ${name} extends Error { constructor() { super("boom"); this.name = "${name}"; } }; throw new ${name}()`);
+      // The guest's prelude clips it (to ~200 characters and "…"); the reply schema must not refuse that.
+      expect(r).toMatchObject({ ok: false, error: { name: expect.stringMatching(/^Exxxx+…?$/), message: "boom" } });
+      expect(r.error!.name.length).toBeGreaterThan(200);
+      expect(sandbox.replaced).toBe(0);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 60_000);
+});
+
+describe("the real hosts are confined", () => {
+  const sandboxes: { name: string; entry: string; profile: ConfinementProfile; create(): Sandbox; code: string }[] = [
+    { name: "isolated-vm", entry: "isolated-vm-host.mjs", profile: ISOLATED_VM_PROFILE, create: () => createIsolatedVmProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
+    { name: "QuickJS", entry: "quickjs-host.mjs", profile: QUICKJS_PROFILE, create: () => createQuickJSProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
+    { name: "Python", entry: "python-host.mjs", profile: PYTHON_PROFILE, create: () => createPythonSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
+  ];
+
+  /** Processes below this one whose command line names `entry`. */
+  function hostProcesses(entry: string): number[] {
+    const parents = new Map<number, number>();
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+        parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      } catch {
+        // Gone.
+      }
+    }
+    const below = (pid: number): boolean => {
+      for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true;
+      return false;
+    };
+    return [...parents.keys()].filter((pid) => {
+      if (!below(pid)) return false;
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        return argv[0]?.endsWith("node") === true && argv.some((a) => a.endsWith(`/${entry}`));
+      } catch {
+        return false;
+      }
+    });
+  }
+
+  it.each(sandboxes)(
+    "$name: a child process of another user, with an empty environment, the permission model and its limits",
+    async ({ entry, profile, create, code }) => {
+      const sandbox = create();
+      try {
+        expect((await sandbox.run(code)).result).toBe(2);
+        const pids = hostProcesses(entry);
+        expect(pids.length).toBe(1);
+        const pid = pids[0]!;
+        expect(pid).not.toBe(process.pid);
+        const status = readFileSync(`/proc/${pid}/status`, "utf8");
+        const uid = Number(/^Uid:\s+(\d+)/m.exec(status)![1]);
+        if (AS_ROOT) expect(uid).toBeGreaterThanOrEqual(HOST_UID_BASE);
+        expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toBe(HAS_BWRAP ? "PWD=/\0" : "");
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        expect(argv).toContain("--experimental-permission");
+        expect(argv.some((a) => a.startsWith("--allow-fs-write") || a === "--allow-child-process")).toBe(false);
+        expect(argv.includes("--allow-addons")).toBe(profile.addons === true);
+        expect(argv.includes("--allow-worker")).toBe(profile.workers === true);
+        if (describeConfinement().prlimit) {
+          const limits = readFileSync(`/proc/${pid}/limits`, "utf8");
+          expect(limits).toMatch(/^Max file size\s+0\s+0\s/m);
+          expect(limits).toMatch(/^Max core file size\s+0\s+0\s/m);
+          expect(limits).toMatch(new RegExp(`^Max address space\\s+${profile.addressSpaceMb * 1024 * 1024}\\s`, "m"));
+          expect(limits).toMatch(/^Max processes\s+\d+\s/m);
+        }
+        if (HAS_BWRAP) {
+          // Its own namespaces: not the server's network, PIDs or mounts.
+          for (const ns of ["net", "pid", "mnt"]) expect(readlinkNs(pid, ns)).not.toBe(readlinkNs(process.pid, ns));
+        }
+      } finally {
+        await sandbox.dispose();
+      }
+    },
+    120_000,
+  );
+});
+
+function readlinkNs(pid: number, ns: string): string {
+  return readlinkSync(`/proc/${pid}/ns/${ns}`);
+}
