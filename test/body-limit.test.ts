@@ -104,8 +104,12 @@ describe("web-streams body reader (Workers)", () => {
   });
 
   it("reads multi-byte text whole and an absent body as empty", async () => {
-    const r = await send(stream(['{"seed":1,', '"x":"', "€", "ü", '"}']));
+    // The multi-byte characters are cut across pieces; a reset takes them as its episode id.
+    const whole = new TextEncoder().encode('{"seed":1,"episode_id":"€ü-x"}');
+    const cuts = [0, 25, 26, 28, whole.length]; // inside "€" twice, then inside "ü"
+    const r = await send(new ReadableStream({ start: (ctl) => { for (let i = 1; i < cuts.length; i++) ctl.enqueue(whole.slice(cuts[i - 1], cuts[i])); ctl.close(); } }), {});
     expect(r.status).toBe(200);
+    expect(((await r.json()) as { episode_id: string }).episode_id).toBe("€ü-x");
     const empty = await send(null);
     expect(empty.status).toBe(200);
     const step = await app.request("/envs/reverse-text/step", { method: "POST", body: stream([JSON.stringify({ episode_id: "x", action: { content: "é" } })]), duplex: "half" } as RequestInit);

@@ -9,7 +9,7 @@ import { availableParallelism } from "node:os";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversationChars } from "../src/env/episode.ts";
-import { startLiveServer, type LiveServer } from "./helpers/hostile.ts";
+import { childPids, startLiveServer, type LiveServer } from "./helpers/hostile.ts";
 import { rawRequest } from "./helpers/raw-http.ts";
 import { freePort, spawnServe } from "./helpers/serve-process.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
@@ -205,6 +205,29 @@ describe("settings through the real environment variables (envworker serve)", ()
   setting(["ENVWORKER_SANDBOX"], "chooses the engine that runs model code (QuickJS has no Intl, V8 does)", async () => {
     expect(mcpText(await mcpJs(code, "console.log(typeof Intl)"))).toContain("stdout:\nundefined");
     expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
+  });
+
+  setting(["ENVWORKER_SANDBOX_AFFINITY"], "key: each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
+    // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
+    // Sandbox processes that appear for the second and third client, once the first has been served.
+    const startedForNewClients = async (server: LiveServer) => {
+      const seen = new Set<string>();
+      let before = 0;
+      for (const from of ["127.0.0.1", "127.0.0.2", "127.0.0.3"]) {
+        const r = await postFrom(from, `${server.url}/envs/math-tools/mcp`, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "6 * 7" } } }, server.headers);
+        expect(mcpText(r)).toContain("42");
+        for (const c of childPids(server.pid)) seen.add(c);
+        if (from === "127.0.0.1") before = seen.size;
+      }
+      return seen.size - before;
+    };
+    const own = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "key" });
+    try {
+      expect(await startedForNewClients(own), "key: a process for each new client").toBeGreaterThanOrEqual(2);
+    } finally {
+      await own.stop();
+    }
+    expect(await startedForNewClients(code), "off (this server's default): the same processes serve them").toBe(0);
   });
 
   setting(["ENVWORKER_SANDBOX_CONCURRENCY"], "1 runs model code one at a time; the default runs one per CPU at once", async () => {

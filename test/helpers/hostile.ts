@@ -10,11 +10,12 @@
  * `expectServed(outcome)`; `await server.stop()` in afterAll.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { expect } from "vitest";
 import { reverseTextGold } from "./oracles.ts";
 import { cpuSlowdown } from "./slowdown.ts";
+import { SERVER_NODE_FLAGS } from "./serve-process.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -40,11 +41,12 @@ export interface LiveServer {
 
 /**
  * Start `envworker serve --port 0` with these environment variables (ENVWORKER_* settings) and
- * wait for the URL it prints. Node gets --no-node-snapshot directly, so bin/envworker.js does not
- * re-execute itself and the child's pid is the server's.
+ * wait for the URL it prints. Node gets the flags bin/envworker.js needs directly
+ * (SERVER_NODE_FLAGS), so it does not re-execute itself and the child's pid is the server's:
+ * checked, since a shim's pid would make every RSS and liveness check here measure the shim.
  */
 export async function startLiveServer(env: Record<string, string> = {}, serveArgs: string[] = []): Promise<LiveServer> {
-  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", "bin/envworker.js", "serve", "--port", "0", ...serveArgs], {
+  const child: ChildProcess = spawn(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "serve", "--port", "0", ...serveArgs], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -67,6 +69,11 @@ export async function startLiveServer(env: Record<string, string> = {}, serveArg
     child.once("exit", (code, signal) => rej(new Error(`envworker serve exited (${code ?? signal}) before listening:\n${stdout}\n${stderr}`)));
   });
   const pid = child.pid!;
+  const shimmed = childPids(pid).filter((c) => readProc(c, "cmdline").includes("bin/envworker.js"));
+  if (shimmed.length > 0) {
+    child.kill("SIGTERM");
+    throw new Error(`bin/envworker.js re-executed itself (server pid ${shimmed.join(", ")}, not ${pid}): SERVER_NODE_FLAGS lacks a flag it adds`);
+  }
   return {
     url,
     pid,
@@ -94,6 +101,19 @@ export async function startLiveServer(env: Record<string, string> = {}, serveArg
 }
 
 /** VmRSS of a process in KiB, from /proc (Linux). */
+function readProc(pid: string, file: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, "utf8");
+  } catch {
+    return ""; // gone meanwhile
+  }
+}
+
+/** The pids whose parent is `pid` (from /proc). */
+export function childPids(pid: number): string[] {
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d) && readProc(d, "stat").split(") ")[1]?.split(" ")[1] === String(pid));
+}
+
 export function rssKiB(pid: number): number {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);

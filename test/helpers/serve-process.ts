@@ -16,8 +16,15 @@ export interface ServeProcess {
   stop(): Promise<string>;
 }
 
+/**
+ * The Node flags bin/envworker.js would otherwise re-execute itself to add (isolated-vm's
+ * --no-node-snapshot; from a checkout, the condition that resolves "envworker" to src/): given
+ * directly, the spawned process is the server itself, so its pid, RSS and liveness are the server's.
+ */
+export const SERVER_NODE_FLAGS = ["--no-node-snapshot", "--conditions=envworker-source"];
+
 export async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ["--no-node-snapshot", "bin/envworker.js", "serve", ...args], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "serve", ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: "", HOST: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
