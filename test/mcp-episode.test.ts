@@ -165,3 +165,29 @@ describe("over the WebSocket (MCPToolClient's step data)", () => {
     expect(called.data.result.data).toBe("9");
   });
 });
+
+describe("sessions are episodes of the client that creates them", () => {
+  it("count in that client's share of the episodes, over HTTP and the WebSocket; another client is served", async () => {
+    // Two episodes per client: a third session of the same client is refused, as a third reset is.
+    const host = new StoreEpisodeHost(new MemoryEpisodeStore({ maxEpisodes: 10, maxEpisodesPerClient: 2 }), inlineEngine({}));
+    const app = createApp({ envs: environments, host, clientOf: (c) => c.req.header("x-who") ?? "?" });
+    const create = async (who: string) => {
+      const res = await app.request("/envs/math-tools/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-who": who },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "openenv/session/create", params: { seed: 1 } }),
+      });
+      return ((await res.json()) as { result?: unknown; error?: { data?: { code?: string } } });
+    };
+    expect((await create("a")).result).toBeDefined();
+    expect((await create("a")).result).toBeDefined();
+    expect((await create("a")).error?.data?.code).toBe("CAPACITY_REACHED");
+    expect((await create("b")).result).toBeDefined();
+    // Over the WebSocket the session is the socket's client's too.
+    const ws = new WsSession(mathTools, host, { maxMessageBytes: 1 << 20, client: "b" });
+    const reply = (await ws.handle(JSON.stringify({ type: "mcp", data: { jsonrpc: "2.0", id: 2, method: "openenv/session/create", params: {} } }))).reply as { data: { result?: unknown } };
+    expect(reply.data.result).toBeDefined();
+    const third = (await ws.handle(JSON.stringify({ type: "mcp", data: { jsonrpc: "2.0", id: 3, method: "openenv/session/create", params: {} } }))).reply as { data: { error?: { data?: { code?: string } } } };
+    expect(third.data.error?.data?.code).toBe("CAPACITY_REACHED");
+  });
+});

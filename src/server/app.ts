@@ -269,7 +269,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     }
     if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, body);
     // OpenEnv's production mode: sessions are episodes, their tool calls are steps (mcp-episode.ts).
-    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body));
+    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body, clientOf(c)));
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);
   });

@@ -145,9 +145,10 @@ export function isEpisodeMcp(body: unknown): boolean {
 /**
  * OpenEnv's production-mode MCP on episodes. `openenv/session/create` takes reset's fields as
  * params (all optional) and answers `{session_id, episode_id, observation}`: the session id is the
- * episode id, and the observation carries the prompt.
+ * episode id, and the observation carries the prompt. `client`: who asks (client-id.ts): the
+ * episode is kept in that client's share, as a reset's is.
  */
-export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body: unknown): Promise<JsonRpcResponse> {
+export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body: unknown, client: string | undefined): Promise<JsonRpcResponse> {
   const req = body as { id?: unknown; method: string; params?: unknown };
   const id: JsonRpcId = typeof req.id === "string" || typeof req.id === "number" ? req.id : null;
   if ((body as { jsonrpc?: unknown }).jsonrpc !== "2.0") return rpcError(id, RPC.INVALID_REQUEST, "invalid JSON-RPC 2.0 request");
@@ -157,7 +158,7 @@ export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body
       case "openenv/session/create": {
         const reset = HttpResetRequestSchema.safeParse(params);
         if (!reset.success) return rpcError(id, RPC.INVALID_PARAMS, "openenv/session/create takes reset's fields as params", zodIssues(reset.error));
-        const result = await host.reset(env, reset.data);
+        const result = await host.reset(env, reset.data, client);
         return { jsonrpc: "2.0", id, result: { session_id: result.episode_id, ...result } };
       }
       case "openenv/session/close": {

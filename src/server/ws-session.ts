@@ -134,7 +134,7 @@ export class WsSession {
         return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id) } : { type: "state", data: await this.host.state(this.env, id) } };
       }
       case "mcp": {
-        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data) } };
+        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data, this.opts.client) } };
         const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
         return response === null ? {} : { reply: { type: "mcp", data: response } };
       }
