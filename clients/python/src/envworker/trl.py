@@ -46,6 +46,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._content import content_text as _text
 from ._transport import DEFAULT_TIMEOUT, Transport
 from .client import EXAMPLES_LIMIT, GROUP_LIMIT, EnvClient, _env_path, _examples, _score_groups
 from .errors import EnvworkerError
@@ -148,15 +149,6 @@ def _maybe_dataset(rows: List[Dict[str, Any]], as_dataset: Optional[bool]) -> An
 
 
 # -- completions as the server's messages ------------------------------------------------------
-
-
-def _text(content: Any) -> Optional[str]:
-    """Message content as text: multimodal parts are joined, ``None`` stays ``None``."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content)
-    return str(content)
 
 
 def to_score_messages(messages: Union[str, Sequence[Mapping[str, Any]]]) -> Union[str, List[Message]]:

@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import verifiers as vf  # the legacy surface (verifiers.legacy), as `import verifiers as vf` gives it
 
+from ._content import content_text
 from ._rows import example_rows, tool_defs
 from .client import DEFAULT_TIMEOUT, EnvClient, _env_path
 from ._transport import Transport
@@ -39,20 +40,6 @@ Message = Dict[str, Any]
 _VERIFIERS_METRICS = frozenset({"num_turns"})
 #: The metric under which the episode's reward (the rubric's weight-1 function) is recorded.
 REWARD_NAME = "envworker_reward"
-
-
-def _content_text(content: Any) -> Optional[str]:
-    """A message's content as the server's text (verifiers may hold a list of content parts)."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for p in content:
-            text = p.get("text") if isinstance(p, Mapping) else getattr(p, "text", None)
-            if isinstance(text, str):
-                parts.append(text)
-        return "".join(parts)
-    return str(content)
 
 
 def _field(message: Any, name: str) -> Any:
@@ -73,7 +60,7 @@ def _wire_tool_calls(message: Any) -> List[Dict[str, Any]]:
 def wire_message(message: Any) -> Message:
     """One verifiers message (typed or a dict) as the server's message (for ``/score``)."""
     role = _field(message, "role")
-    content = _content_text(_field(message, "content"))
+    content = content_text(_field(message, "content"))
     if role == "assistant":
         out: Message = {"role": "assistant", "content": content}
         calls = _wire_tool_calls(message)
@@ -87,7 +74,7 @@ def wire_message(message: Any) -> Message:
 
 def action_of(message: Any) -> Dict[str, Any]:
     """The model's turn (an assistant message) as the step's action."""
-    action: Dict[str, Any] = {"content": _content_text(_field(message, "content"))}
+    action: Dict[str, Any] = {"content": content_text(_field(message, "content"))}
     calls = _wire_tool_calls(message)
     if calls:
         action["tool_calls"] = calls

@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 import verifiers.v1 as vf
 from verifiers.v1.mcp.launch import SharedToolServer
 
+from ._content import content_text
 from ._rows import example_rows
 from .client import EnvClient, score
 from .errors import EnvworkerError
@@ -95,12 +96,7 @@ class EnvworkerEnvConfig(vf.EnvConfig):
 
 
 def _text(message: Any) -> str:
-    content = getattr(message, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(getattr(p, "text", "") or (p.get("text", "") if isinstance(p, dict) else "") for p in content)
-    return ""
+    return content_text(getattr(message, "content", None)) or ""
 
 
 def _final_reply(messages: List[Any]) -> Optional[str]:
