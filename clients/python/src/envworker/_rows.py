@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._transport import Transport
-from .client import EXAMPLES_LIMIT as PAGE_SIZE, _env_path, _examples
+from .client import _env_path, _example_pages, _examples
 from .types import ExamplesPage
 
 #: Examples a generated environment gives when ``num_examples`` is not set.
@@ -32,16 +32,12 @@ def example_rows(
     path = _env_path(env)
     try:
         first = _examples(transport, path, split=split, count=0, args=args)
-        pages: List[ExamplesPage] = []
         if first.total is None:
             n = DEFAULT_GENERATED_EXAMPLES if num_examples is None else num_examples
-            seeds = list(range(seed, seed + n))
-            for i in range(0, len(seeds), PAGE_SIZE):
-                pages.append(_examples(transport, path, split=split, seeds=seeds[i : i + PAGE_SIZE], args=args))
+            pages = list(_example_pages(transport, path, split=split, args=args, seeds=list(range(seed, seed + n))))
         else:
             end = first.total if num_examples is None else min(num_examples, first.total)
-            for at in range(0, end, PAGE_SIZE):
-                pages.append(_examples(transport, path, split=split, start=at, count=min(PAGE_SIZE, end - at), args=args))
+            pages = list(_example_pages(transport, path, split=split, args=args, end=end))
     finally:
         transport.close()
     rows = [

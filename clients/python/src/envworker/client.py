@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
 from ._transport import DEFAULT_TIMEOUT, Transport
@@ -263,6 +263,26 @@ def _examples(
                   args=dict(args) if args is not None else None)
     # Listing is a pure read: retrying after a dropped connection is safe.
     return ExamplesPage.from_json(transport.post(path + "/examples", body, idempotent=True))
+
+
+def _example_pages(
+    transport: Transport,
+    path: str,
+    *,
+    split: Optional[str],
+    args: Optional[Mapping[str, Any]],
+    seeds: Optional[Sequence[int]] = None,
+    start: int = 0,
+    end: int = 0,
+) -> Iterator[ExamplesPage]:
+    """``/examples`` a page at a time (EXAMPLES_LIMIT each): the examples of ``seeds``, or rows
+    ``start`` to ``end``."""
+    if seeds is not None:
+        for i in range(0, len(seeds), EXAMPLES_LIMIT):
+            yield _examples(transport, path, split=split, seeds=seeds[i : i + EXAMPLES_LIMIT], args=args)
+        return
+    for at in range(start, end, EXAMPLES_LIMIT):
+        yield _examples(transport, path, split=split, start=at, count=min(EXAMPLES_LIMIT, end - at), args=args)
 
 
 def examples(

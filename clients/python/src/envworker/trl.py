@@ -48,7 +48,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from ._content import content_text as _text
 from ._transport import DEFAULT_TIMEOUT, Transport
-from .client import EXAMPLES_LIMIT, GROUP_LIMIT, EnvClient, _env_path, _examples, _score_groups
+from .client import EXAMPLES_LIMIT, GROUP_LIMIT, EnvClient, _env_path, _example_pages, _examples, _score_groups
 from .errors import EnvworkerError
 from .types import ExamplesPage, ScoreResult, StepResult
 
@@ -116,9 +116,7 @@ def dataset(
         if seeds is not None:
             if count is not None or start:
                 raise ValueError("give seeds or start/count, not both")
-            seed_list = [int(s) for s in seeds]
-            for i in range(0, len(seed_list), PAGE_SIZE):
-                add(_examples(transport, path, split=split, seeds=seed_list[i : i + PAGE_SIZE], args=args))
+            pages = _example_pages(transport, path, split=split, args=args, seeds=[int(s) for s in seeds])
         else:
             first = _examples(transport, path, split=split, start=start, count=0, args=args)
             if first.total is None and count is None:
@@ -126,11 +124,9 @@ def dataset(
             end = start + count if count is not None else first.total
             if first.total is not None:
                 end = min(end, first.total)  # type: ignore[type-var]
-            at = start
-            while at < end:  # type: ignore[operator]
-                n = min(PAGE_SIZE, end - at)  # type: ignore[operator]
-                add(_examples(transport, path, split=split, start=at, count=n, args=args))
-                at += n
+            pages = _example_pages(transport, path, split=split, args=args, start=start, end=end)  # type: ignore[arg-type]
+        for page in pages:
+            add(page)
     finally:
         transport.close()
     return _maybe_dataset(rows, as_dataset)
