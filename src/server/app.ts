@@ -74,10 +74,10 @@ export interface AnswerHolder {
   hold(c: Context, bytes: number): void;
 }
 
-/** Every route under /envs/{name}/ with its method (the tests generate their access matrix from it). */
 /** Stateless requests (score, examples, MCP) one client may have in progress at once. */
 export const MAX_STATELESS_PER_CLIENT = 16;
 
+/** Every route under /envs/{name}/ with its method (the tests generate their access matrix from it). */
 export const ENV_ROUTES: Readonly<Record<string, string>> = { health: "GET", metadata: "GET", schema: "GET", "openapi.json": "GET", reset: "POST", step: "POST", state: "GET", close: "POST", score: "POST", examples: "POST", mcp: "POST", ws: "GET" };
 
 export function createApp(opts: AppOptions): Hono<AppEnv> {
@@ -269,7 +269,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     }
     if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, body);
     // OpenEnv's production mode: sessions are episodes, their tool calls are steps (mcp-episode.ts).
-    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body, clientOf(c)));
+    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body, clientOf(c), c.req.raw.signal));
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);
   });

@@ -111,15 +111,15 @@ export function specialStep(data: unknown): SpecialStep | undefined {
 }
 
 /** Play one tool call (or a submit) on an episode: the step's result with OpenEnv's CallToolObservation fields added. */
-export async function stepToolCall(env: Environment, host: EpisodeHost, episodeId: string, name: string, args: Record<string, unknown>): Promise<StepResult> {
+export async function stepToolCall(env: Environment, host: EpisodeHost, episodeId: string, name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<StepResult> {
   const action = toolCallAction(env, name, args);
-  const step = await host.step(env, episodeId, action);
+  const step = await host.step(env, episodeId, action, signal);
   const result = mcpResultOfStep(name, step, action.tool_calls === undefined);
   return { ...step, observation: { ...step.observation, tool_name: name, result, error: null } as StepResult["observation"] };
 }
 
 const SessionParams = z.object({ session_id: z.string().min(1).max(255) }).loose();
-const CallParams = z.object({ name: z.string().min(1).max(256), arguments: z.record(z.string(), z.unknown()).optional(), session_id: z.string() }).loose();
+const CallParams = SessionParams.extend({ name: z.string().min(1).max(256), arguments: z.record(z.string(), z.unknown()).optional() });
 
 /**
  * `POST B/mcp?session_id=EPISODE`: a standard MCP client (streamable HTTP) given that URL lists and
@@ -146,9 +146,10 @@ export function isEpisodeMcp(body: unknown): boolean {
  * OpenEnv's production-mode MCP on episodes. `openenv/session/create` takes reset's fields as
  * params (all optional) and answers `{session_id, episode_id, observation}`: the session id is the
  * episode id, and the observation carries the prompt. `client`: who asks (client-id.ts): the
- * episode is kept in that client's share, as a reset's is.
+ * episode is kept in that client's share, as a reset's is. `signal`: the caller gave up (an HTTP
+ * client gone): its tool call is cancelled, as a step's is.
  */
-export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body: unknown, client: string | undefined): Promise<JsonRpcResponse> {
+export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body: unknown, client: string | undefined, signal?: AbortSignal): Promise<JsonRpcResponse> {
   const req = body as { id?: unknown; method: string; params?: unknown };
   const id: JsonRpcId = typeof req.id === "string" || typeof req.id === "number" ? req.id : null;
   if ((body as { jsonrpc?: unknown }).jsonrpc !== "2.0") return rpcError(id, RPC.INVALID_REQUEST, "invalid JSON-RPC 2.0 request");
@@ -176,7 +177,7 @@ export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body
       case "tools/call": {
         const p = CallParams.safeParse(params);
         if (!p.success) return rpcError(id, RPC.INVALID_PARAMS, "tools/call needs params {name, arguments, session_id}", zodIssues(p.error));
-        const step = await stepToolCall(env, host, p.data.session_id, p.data.name, p.data.arguments ?? {});
+        const step = await stepToolCall(env, host, p.data.session_id, p.data.name, p.data.arguments ?? {}, signal);
         const observation = step.observation as unknown as { result: Record<string, unknown> };
         return { jsonrpc: "2.0", id, result: { ...observation.result, _meta: { episode_id: step.episode_id, done: step.done, reward: step.reward } } };
       }
