@@ -66,7 +66,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope), judge: judge?.forScope(scope) }),
+    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope), judge: judge?.forScope({ key: scope.client ?? scope.key, signal: scope.signal }) }),
     timeoutMs: config.envTimeoutMs,
     minThreads: config.envThreads,
   });

@@ -175,6 +175,28 @@ describe("the judge client", () => {
   });
 });
 
+describe("a client's episodes share its judge allowance", () => {
+  it("three episodes of one client at once make one judge call at a time (ENVWORKER_JUDGE_CLIENT_CONCURRENCY=1)", async () => {
+    const mock = await startMockJudge();
+    const server = await startServer([openQa], {
+      port: 0,
+      envThreads: 1,
+      judge: judgeSettingsFromEnv(judgeEnv(mock, { ENVWORKER_JUDGE_CONCURRENCY: "4", ENVWORKER_JUDGE_CLIENT_CONCURRENCY: "1", ENVWORKER_JUDGE_CACHE_ENTRIES: "0" })),
+    });
+    try {
+      mock.delayMs = 150;
+      mock.maxActive = 0;
+      // Episode calls are queued per episode: the judge's per-client cap must still see one client.
+      const steps = await Promise.all([0, 1, 2].map((i) => answer(server, i, (gold) => reply(gold))));
+      for (const s of steps) expect(s.body.reward).toBe(1);
+      expect(mock.maxActive).toBe(1);
+    } finally {
+      await server.close();
+      await mock.close();
+    }
+  });
+});
+
 describe("open-qa on a Node server with a judge", () => {
   let mock: MockJudge;
   let attacker: MockJudge;

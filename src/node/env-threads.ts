@@ -635,7 +635,7 @@ export class EnvThreadPool implements EnvEngine {
     const refuse = (code: JudgeErrorCode, message: string) => thread.post({ t: "judge-error", sid: m.sid, code, message });
     if (!call || call.thread !== thread) return refuse("JUDGE_CANCELLED", "the call was abandoned");
     call.services ??= new AbortController();
-    const judge = this.opts.services({ key: call.scope.key, signal: call.services.signal }).judge;
+    const judge = this.opts.services({ key: call.scope.key, client: call.scope.client, signal: call.services.signal }).judge;
     if (!judge) return refuse("JUDGE_UNCONFIGURED", "this server has no judge");
     const outcome = await this.whileWaiting(call, thread, () => judge.ask(m.request));
     if (outcome?.ok) thread.post({ t: "judge-result", sid: m.sid, reply: outcome.value });

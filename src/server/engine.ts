@@ -17,9 +17,14 @@ import { scoreGroups } from "./score.ts";
 
 /** Who a call is for: the fairness key of its queue, and a signal that fires when the caller gives up. */
 export interface CallScope {
-  /** An episode id for episode calls; a client (connection) id for stateless ones. */
+  /** An episode id for episode calls; a client id for stateless ones. */
   key: string;
   signal?: AbortSignal | undefined;
+  /**
+   * The client an episode call is for (its owner), where known: limits kept per client (the
+   * judge's) count it there, so a client's many episodes share one client's allowance.
+   */
+  client?: string | undefined;
 }
 
 export interface Stepped {

@@ -71,7 +71,7 @@ export class StoreEpisodeHost implements EpisodeHost {
       this.budget?.admit(0, client);
       let made: Stepped;
       try {
-        made = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id });
+        made = await this.engine.reset(env, id, { ...opts, ...this.limits }, { key: id, client });
       } catch (err) {
         logEnvironmentError(env.name, id, "reset", err);
         throw err;
@@ -90,7 +90,7 @@ export class StoreEpisodeHost implements EpisodeHost {
       const current = await this.load(env, episodeId);
       let stepped: Stepped;
       try {
-        stepped = await this.engine.step(env, current, action, { key: episodeId, signal });
+        stepped = await this.engine.step(env, current, action, { key: episodeId, signal, client: this.store.clientOf?.(episodeId) });
       } catch (err) {
         logEnvironmentError(env.name, episodeId, "step", err);
         throw err;

@@ -10,5 +10,5 @@ import { workersSandbox } from "./sandbox.ts";
 
 export function workerServices(config: ServerConfig): ScopeServices {
   const judge = config.judge ? sharedJudgeClient(config.judge) : undefined;
-  return (scope) => ({ sandbox: workersSandbox(), judge: judge?.forScope(scope) });
+  return (scope) => ({ sandbox: workersSandbox(), judge: judge?.forScope({ key: scope.client ?? scope.key, signal: scope.signal }) });
 }
