@@ -259,6 +259,8 @@ export default () => {
       ["a reply that is not JSON", frame("{not json"), /not JSON/],
       ["a reply of the wrong shape", frame('{"type":"result","id":1,"result":{"ok":true},"bytes":1}'), /refuses/],
       ["a reply with fields no reply has", frame('{"type":"ready","bytes":1,"exec":"rm -rf /"}'), /refuses/],
+      ["a reply to a run it was not sent", frame('{"type":"failed","id":999999,"message":"x","bytes":1}'), /answered run 999999, which it was not running/],
+      ["a second ready (resetting the size it is measured from)", frame('{"type":"ready","bytes":1099511627776}'), /ready a second time/],
     ])("%s: the host is killed, its run is a SandboxError", async (_name, body, why) => {
       const before = pool.replaced;
       const r = await pool.run(raw(body), { timeoutMs: 5000 });

@@ -23,7 +23,8 @@ export interface HostHandle {
   /** Called once, when the host is gone for any reason (including kill()). */
   onExit(listener: (exit: HostExit) => void): void;
   /** Stops the host at once (SIGKILL). */
-  kill(): void;
+  /** Kill the host; `why` is what its run (if any) is told. */
+  kill(why?: string): void;
   /** Whether the host keeps the server's process alive (only while it serves a run). */
   keepAlive(on: boolean): void;
   /** The largest reply accepted now (the pool raises it while a run with a large output cap is in flight). */
@@ -117,7 +118,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       listener = l;
     },
     onExit,
-    kill: () => kill(),
+    kill: (why) => kill(why),
     keepAlive,
     setMaxReplyBytes: (bytes) => {
       maxReplyBytes = bytes;

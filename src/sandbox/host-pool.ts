@@ -118,11 +118,15 @@ class Host {
     // A host that never says it is ready (stuck loading) is not waited for forever.
     const startTimer = setTimeout(() => handle.kill(), START_TIMEOUT_MS);
     startTimer.unref();
+    let ready = false;
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
         this.lastBytes = message.bytes;
         this.lastEngineBytes = message.engineBytes;
         if (message.type === "ready") {
+          // Said once, at start: a host saying it again is resetting the size it is measured from.
+          if (ready) return handle.kill("it said it was ready a second time");
+          ready = true;
           clearTimeout(startTimer);
           this.idleBytes = message.bytes;
           this.idleEngineBytes = message.engineBytes;
@@ -202,7 +206,9 @@ class Host {
 
   private onReply(message: Exclude<HostReply, { type: "ready" }>): void {
     const current = this.current;
-    if (!current || current.job.id !== message.id) return;
+    // A host answers each run once, and only the run it was sent: anything else is a host that no
+    // longer runs our code (each such reply would cost the server a parse and a check, for ever).
+    if (!current || current.job.id !== message.id) return this.handle.kill(`it answered run ${message.id}, which it was not running`);
     const { job, started } = current;
     const grown = message.bytes - this.idleBytes;
     if (message.type === "usage") {
