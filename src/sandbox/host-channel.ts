@@ -14,10 +14,11 @@ import type { HostPort, HostReply, HostRequest } from "./host-protocol.ts";
 const HEADER = 4;
 
 export function encodeFrame(message: unknown): Buffer {
-  const body = Buffer.from(JSON.stringify(message), "utf8");
-  const frame = Buffer.allocUnsafe(HEADER + body.length);
-  frame.writeUInt32BE(body.length, 0);
-  body.copy(frame, HEADER);
+  const text = JSON.stringify(message);
+  const length = Buffer.byteLength(text, "utf8");
+  const frame = Buffer.allocUnsafe(HEADER + length);
+  frame.writeUInt32BE(length, 0);
+  frame.write(text, HEADER, "utf8");
   return frame;
 }
 
@@ -42,13 +43,15 @@ export class FrameReader {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     while (!this.failed && this.buffered >= HEADER) {
-      const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      this.chunks = [head];
-      const length = head.readUInt32BE(0);
+      // Only the header is joined until the whole frame is here: a large frame in many chunks is
+      // copied once, not once per chunk.
+      if (this.chunks[0]!.length < HEADER) this.chunks = [Buffer.concat(this.chunks)];
+      const length = this.chunks[0]!.readUInt32BE(0);
       if (length > this.maxBytes()) return this.fail(`a message of ${length} bytes (more than ${this.maxBytes()} allowed)`);
       if (this.buffered < HEADER + length) return;
-      const body = head.subarray(HEADER, HEADER + length);
-      const rest = head.subarray(HEADER + length);
+      const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+      const body = all.subarray(HEADER, HEADER + length);
+      const rest = all.subarray(HEADER + length);
       this.chunks = rest.length ? [rest] : [];
       this.buffered = rest.length;
       let message: unknown;
