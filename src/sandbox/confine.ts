@@ -83,6 +83,20 @@ const MAX_PROCESSES = 128;
 const HOST_NICENESS = 10;
 
 let nextUid = 0;
+/** Uids of hosts alive now: a uid goes to one live host at a time (hosts with one can signal each other without bubblewrap). */
+const uidsInUse = new Set<number>();
+
+function takeUid(): number {
+  for (let i = 0; i < HOST_UIDS; i++) {
+    const uid = HOST_UID_BASE + ((nextUid + i) % HOST_UIDS);
+    if (!uidsInUse.has(uid)) {
+      nextUid = (nextUid + i + 1) % HOST_UIDS;
+      uidsInUse.add(uid);
+      return uid;
+    }
+  }
+  throw new Error(`more than ${HOST_UIDS} sandbox processes alive: no uid of their own is left`);
+}
 
 function which(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(delimiter)) {
@@ -300,7 +314,7 @@ export interface ConfinedProcess {
 export async function launchConfined(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): Promise<ConfinedProcess> {
   const made = await bundle(profile);
   const confinement = describeConfinement(options);
-  const uid = confinement.ownUid ? HOST_UID_BASE + (nextUid++ % HOST_UIDS) : undefined;
+  const uid = confinement.ownUid ? takeUid() : undefined;
   const mainEntry = made.files[Object.keys(profile.entries)[0]!]!;
   const node = [
     process.execPath,
@@ -322,7 +336,8 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
         `--as=${profile.addressSpaceMb * 1024 * 1024}`,
         "--fsize=0",
         "--core=0",
-        `--nproc=${MAX_PROCESSES}`,
+        // RLIMIT_NPROC counts every process of the real uid: only a host with a uid of its own.
+        ...(uid !== undefined ? [`--nproc=${MAX_PROCESSES}`] : []),
         ...(profile.stackMb ? [`--stack=${profile.stackMb * 1024 * 1024}`] : []),
         "--",
       ]
@@ -338,5 +353,9 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
     stdio: ["pipe", "pipe", "pipe"],
     ...(uid !== undefined ? { uid, gid: uid } : {}),
   });
+  if (uid !== undefined) {
+    child.once("close", () => uidsInUse.delete(uid));
+    child.once("error", () => uidsInUse.delete(uid));
+  }
   return { child, confinement, uid };
 }
