@@ -113,3 +113,18 @@ describe("QuickJS with a frozen clock (as in deployed Workers)", () => {
     expect(createQuickJSSandbox({ deadline: "clock" }).strategy).toBe("clock");
   });
 });
+
+describe("the deadline interrupts guest code, not the sandbox's own setup", () => {
+  it("a clock that passes the deadline while the prelude starts gives the guest's result (or a TimeoutError), never a SandboxError", async () => {
+    // On a loaded machine the prelude itself outlived a 200 ms limit and the run became
+    // "SandboxError: the guest prelude failed to start" (a flood of runaway runs in sandbox-attacks).
+    let t = 0;
+    const sandbox = createQuickJSSandbox({ deadline: "clock", now: () => (t += 1000) });
+    const r = await sandbox.run("1 + 1", { timeoutMs: 200 });
+    expect(r.error?.name ?? "none", JSON.stringify(r)).not.toBe("SandboxError");
+    if (r.ok) expect(r.result).toBe(2);
+    else expect(r.error?.name).toBe("TimeoutError");
+    const spin = await sandbox.run("while (true) {}", { timeoutMs: 200 });
+    expect(spin.error?.name).toBe("TimeoutError");
+  });
+});

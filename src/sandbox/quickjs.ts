@@ -240,10 +240,12 @@ function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, strategy: DeadlineS
 
   rt.setMemoryLimit(limits.memoryMb * MiB);
   rt.setMaxStackSize(limits.stackKb * 1024);
-  rt.setInterruptHandler(() => deadline.shouldInterrupt());
   const ctx = rt.newContext();
+  // The prelude is the host's own fixed code: the deadline interrupts guest code only. (Interrupted
+  // on a loaded machine, a late prelude made a runaway run a SandboxError, not a TimeoutError.)
   const prelude = ctx.evalCode(GUEST_PRELUDE, "envworker-prelude.js", { type: "global", strict: true });
   if (prelude.error) throw new Error("the guest prelude failed to start");
+  rt.setInterruptHandler(() => deadline.shouldInterrupt());
   const ctl = prelude.value;
   const call = (op: string, ...args: (string | QuickJSHandle)[]) => callCtl(ctx, ctl, op, args);
 
