@@ -69,7 +69,9 @@ export async function startLiveServer(env: Record<string, string> = {}, serveArg
     child.once("exit", (code, signal) => rej(new Error(`envworker serve exited (${code ?? signal}) before listening:\n${stdout}\n${stderr}`)));
   });
   const pid = child.pid!;
-  const shimmed = childPids(pid).filter((c) => readProc(c, "cmdline").includes("bin/envworker.js"));
+  // The shim marks the server it starts with ENVWORKER_SHIM_PARENT (its command line would not do:
+  // a child the server is forking shows the server's own command line until it execs).
+  const shimmed = childPids(pid).filter((c) => readProc(c, "environ").split("\0").includes("ENVWORKER_SHIM_PARENT=1"));
   if (shimmed.length > 0) {
     child.kill("SIGTERM");
     throw new Error(`bin/envworker.js re-executed itself (server pid ${shimmed.join(", ")}, not ${pid}): SERVER_NODE_FLAGS lacks a flag it adds`);
