@@ -42,7 +42,7 @@ timer.unref();
 timer.on("error", () => process.exit(1));
 
 let heapBytes = 0;
-let current: { id: number; timeoutMs: number; waited0: number } | undefined;
+let current: { id: number; timeoutMs: number; startedAt: number; waited0: number } | undefined;
 let fatal = false;
 
 onInterpreterAnswer((message: PythonWorkerMessage) => {
@@ -59,8 +59,9 @@ onInterpreterAnswer((message: PythonWorkerMessage) => {
   if (message.fatal) fatal = true;
   // This side's knowledge wins: a run it had to interrupt timed out, whatever it answered.
   const interrupted = Atomics.load(control, 2) === run.id;
-  // elapsedMs on the run clock: without the time the interpreter waited for a CPU.
-  const elapsedMs = Math.max(0, message.result.elapsedMs - (waited() - run.waited0));
+  // elapsedMs on the run clock: the time since the run arrived without the time this thread waited
+  // for a CPU (both over the same span: the interpreter's own measure covers less of it).
+  const elapsedMs = Math.max(0, performance.now() - run.startedAt - (waited() - run.waited0));
   const result = interrupted ? { ...message.result, elapsedMs, ok: false, result: null, error: timeoutError({ timeoutMs: run.timeoutMs }) } : { ...message.result, elapsedMs };
   port.post({ type: "result", id: run.id, result, bytes: process.memoryUsage.rss(), engineBytes: heapBytes, ...(fatal ? { retire: true } : {}) });
 });
@@ -75,7 +76,7 @@ port.onMessage((message: HostRequest) => {
   }
   const limits = resolveLimits(options);
   const waited0 = waited();
-  current = { id, timeoutMs: limits.timeoutMs, waited0 };
+  current = { id, timeoutMs: limits.timeoutMs, startedAt: performance.now(), waited0 };
   const deadline = now() + limits.timeoutMs;
   Atomics.store(control, 4, Math.floor(waited0));
   Atomics.store(control, 5, limits.timeoutMs);
