@@ -23,6 +23,7 @@ import { IDLE_REPLY_BYTES, type HostExit, type HostHandle } from "./host-handles
 import type { HostReply, SentOptions } from "./host-protocol.ts";
 import { Limiter } from "./limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued } from "./options.ts";
+import { CAN_MEASURE_PROCESSES } from "./process-memory.ts";
 import { memoryError, timeoutError } from "./report.ts";
 import { TRUNCATION_MARKER, type JsonValue, type RunLimits, type RunOptions, type RunResult, type Sandbox, type SandboxKind } from "./types.ts";
 
@@ -30,14 +31,36 @@ const MiB = 1024 * 1024;
 /** Longest a thread/process may take to start (load the engine, warm it) before it is killed. */
 const START_TIMEOUT_MS = 60_000;
 
+/**
+ * What a host may hold. Every bound below is on the memory the SERVER measures (the resident memory
+ * of the host's whole process tree, process-memory.ts), never on what the host says about itself:
+ * a guest that escaped its engine can report anything. What a host reports is a hint only
+ * (`engine`): it can make the pool replace that host sooner, never keep it longer.
+ */
 export interface MemoryPolicy {
-  /** How far a host's RSS may grow past its idle size while running before it is killed (undefined: not watched). */
+  /** How far a host may grow past its idle size while running before it is killed (MemoryLimitError). Default: DEFAULT_KILL_ABOVE. */
   killAboveBytes?(limits: RunLimits): number;
-  /** After a run, a host grown past its idle size by more than this is replaced (engine bytes where the host reports them, else RSS). */
-  retireAboveBytes(limits: RunLimits): number;
-  /** Whether an idle host grown by this much (as above) may serve a run with these limits; one that may not is replaced. */
-  fits?(limits: RunLimits, grownBytes: number): boolean;
+  /**
+   * A host grown past its idle size by more than this after a run (or later, while idle) is
+   * replaced, which gives the memory back to the OS. Default: DEFAULT_RETIRE_ABOVE.
+   */
+  retireAboveBytes?(limits: RunLimits): number;
+  /** The engine's own measure (a wasm memory's size) that the host reports: a hint, read where the host sends one. */
+  engine?: {
+    /** After a run, a host whose engine grew past its idle size by more than this is replaced. */
+    retireAboveBytes(limits: RunLimits): number;
+    /** Whether an idle host whose engine grew by this much may serve a run with these limits; one that may not is replaced. */
+    fits?(limits: RunLimits, grownBytes: number): boolean;
+  };
 }
+
+/** RSS a host may gain during a run: the engine's limit twice over, and room for its own heap, code and the run's strings. */
+export const DEFAULT_KILL_ABOVE = (limits: RunLimits): number => 2 * limits.memoryMb * MiB + 96 * MiB;
+/** RSS a host may keep after a run. */
+export const DEFAULT_RETIRE_ABOVE = (limits: RunLimits): number => limits.memoryMb * MiB + 64 * MiB;
+/** How often the server measures a busy host (an idle one: every IDLE_MEASURE_TICKS of these). */
+const MEASURE_MS = 20;
+const IDLE_MEASURE_TICKS = 25;
 
 export interface HostPoolOptions {
   kind: SandboxKind;
@@ -93,13 +116,16 @@ interface Job {
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
-  /** RSS of the host when idle (from its ready message). */
+  private isReady = false;
+  /** Resident memory of the host's process tree when idle (measured at its ready message). */
   private idleBytes = 0;
-  /** RSS of the host when it last said. */
+  /** The same, when last measured: what the host holds, for budgets and the bounds. */
   lastBytes = 0;
-  /** The engine's own measure (wasm memory) when idle and last, where the host reports one. */
+  /** The engine's own measure (wasm memory) when idle and last, where the host reports one: hints. */
   private idleEngineBytes: number | undefined;
   private lastEngineBytes: number | undefined;
+  /** Limits of the last run served: the retire bound of an idle host. */
+  private lastLimits: RunLimits | undefined;
   private current: { job: Job; started: number; finished: () => void } | undefined;
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
@@ -121,15 +147,16 @@ class Host {
     let ready = false;
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
-        this.lastBytes = message.bytes;
         this.lastEngineBytes = message.engineBytes;
         if (message.type === "ready") {
           // Said once, at start: a host saying it again is resetting the size it is measured from.
           if (ready) return handle.kill("it said it was ready a second time");
           ready = true;
           clearTimeout(startTimer);
-          this.idleBytes = message.bytes;
+          // The idle size is measured here, by the server; the host's own figure only where the system cannot measure.
+          this.idleBytes = this.lastBytes = handle.measure() ?? message.bytes;
           this.idleEngineBytes = message.engineBytes;
+          this.isReady = true;
           if (!this.current) handle.keepAlive(false);
           resolve();
         } else this.onReply(message);
@@ -144,10 +171,49 @@ class Host {
     this.ready.catch(() => {});
   }
 
-  /** Growth since idle as the memory policy reads it: the engine's measure where reported, else RSS. */
-  get grownBytes(): number {
+  /** Growth of the engine's own measure since idle, as the host reports it (a hint; undefined where it reports none). */
+  get engineGrownBytes(): number | undefined {
     if (this.lastEngineBytes !== undefined && this.idleEngineBytes !== undefined) return this.lastEngineBytes - this.idleEngineBytes;
-    return this.lastBytes - this.idleBytes;
+    return undefined;
+  }
+
+  /**
+   * Measures what the host holds (the server's own measure) and acts on it: a running host over its
+   * run's allowance is killed and the run is a MemoryLimitError; an idle host that grew past the
+   * retire bound since its last run (a guest that took the process over and kept allocating) is
+   * killed. Where the system cannot measure, `reported` (the host's own figure) is all there is.
+   * True when it killed the host.
+   */
+  checkMemory(reported?: number): boolean {
+    if (this.dead || !this.isReady) return false;
+    const bytes = reported ?? this.handle.measure();
+    if (bytes === undefined) return false;
+    this.lastBytes = bytes;
+    const grown = bytes - this.idleBytes;
+    const current = this.current;
+    if (current) {
+      const allowed = (this.options.memory.killAboveBytes ?? DEFAULT_KILL_ABOVE)(current.job.limits);
+      if (grown <= allowed) return false;
+      const error = memoryError(current.job.limits);
+      error.message += ` (the ${this.options.label} grew by ${Math.round(grown / MiB)} MiB and was replaced)`;
+      current.job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - current.started });
+      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB`);
+      return true;
+    }
+    if (this.lastLimits && grown > this.retireAbove(this.lastLimits)) {
+      this.retire = true;
+      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB while idle`);
+      return true;
+    }
+    return false;
+  }
+
+  private retireAbove(limits: RunLimits): number {
+    return (this.options.memory.retireAboveBytes ?? DEFAULT_RETIRE_ABOVE)(limits);
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
   }
 
   /** Serves one job; resolves when the host is free again (or dead), which may be after the answer. */
@@ -210,15 +276,9 @@ class Host {
     // longer runs our code (each such reply would cost the server a parse and a check, for ever).
     if (!current || current.job.id !== message.id) return this.handle.kill(`it answered run ${message.id}, which it was not running`);
     const { job, started } = current;
-    const grown = message.bytes - this.idleBytes;
     if (message.type === "usage") {
-      const allowed = this.options.memory.killAboveBytes?.(job.limits);
-      if (allowed !== undefined && grown > allowed) {
-        const error = memoryError(job.limits);
-        error.message += ` (the ${this.options.label} grew by ${Math.round(grown / MiB)} MiB and was replaced)`;
-        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - started });
-        this.kill();
-      }
+      // Only where the server cannot measure the host itself is the host's figure used.
+      if (!CAN_MEASURE_PROCESSES) this.checkMemory(message.bytes);
       return;
     }
     if (message.type === "result" && !outputFits(message.result, job.limits)) {
@@ -228,8 +288,13 @@ class Host {
       return;
     }
     this.current = undefined;
+    this.lastLimits = job.limits;
     job.answer(message.type === "result" ? (message.result as RunResult) : errorResult("SandboxError", message.message, performance.now() - started));
-    if (this.grownBytes > this.options.memory.retireAboveBytes(job.limits)) this.retire = true;
+    if (!CAN_MEASURE_PROCESSES) this.lastBytes = message.bytes;
+    // The last measure (at most MEASURE_MS old; the next one, while idle or on the next run, catches the rest).
+    if (this.lastBytes - this.idleBytes > this.retireAbove(job.limits)) this.retire = true;
+    const engineGrown = this.engineGrownBytes;
+    if (engineGrown !== undefined && this.options.memory.engine && engineGrown > this.options.memory.engine.retireAboveBytes(job.limits)) this.retire = true;
     if (message.type === "result" && message.retire) this.retire = true;
     current.finished();
   }
@@ -259,6 +324,7 @@ export class HostPoolSandbox implements Sandbox {
   private readonly all = new Set<Host>();
   private disposed = false;
   private nextId = 1;
+  private measuring: ReturnType<typeof setInterval> | undefined;
   /** Hosts killed or retired so far (watchdog, memory, death, recycling): for tests and metrics. */
   replaced = 0;
 
@@ -329,8 +395,9 @@ export class HostPoolSandbox implements Sandbox {
   }
 
   /**
-   * Memory held by the live hosts, as each last reported it (RSS of each isolated-vm process; wasm
-   * memory of each QuickJS thread). For metrics and memory budgets.
+   * Memory held by the live hosts: the resident memory of each one's process tree, as the server
+   * last measured it (at most MEASURE_MS ago for a busy host, IDLE_MEASURE_TICKS times that for an
+   * idle one). For metrics and memory budgets.
    */
   memoryBytes(): number {
     let total = 0;
@@ -345,6 +412,8 @@ export class HostPoolSandbox implements Sandbox {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    clearInterval(this.measuring);
+    this.measuring = undefined;
     this.idle.length = 0;
     for (const host of this.all) host.kill();
     this.all.clear();
@@ -365,7 +434,9 @@ export class HostPoolSandbox implements Sandbox {
       }
       if (affinity && host.key !== key) continue;
       this.idle.splice(i, 1);
-      if (!limits || !this.options.memory.fits || this.options.memory.fits(limits, host.grownBytes)) return host;
+      const fits = this.options.memory.engine?.fits;
+      const engineGrown = host.engineGrownBytes;
+      if (!limits || !fits || engineGrown === undefined || fits(limits, engineGrown)) return host;
       this.replaced++;
       this.all.delete(host);
       host.kill();
@@ -414,6 +485,22 @@ export class HostPoolSandbox implements Sandbox {
   private startHost(): Host {
     const host = new Host(this.options.start(), this.options);
     this.all.add(host);
+    this.measureHosts();
     return host;
+  }
+
+  /**
+   * The server's own watch on what its hosts hold (Host.checkMemory): busy hosts every MEASURE_MS,
+   * idle ones every IDLE_MEASURE_TICKS of those, whether or not the host says anything. Where the
+   * system cannot measure processes the hosts' own reports are used instead (no watch).
+   */
+  private measureHosts(): void {
+    if (this.measuring || !CAN_MEASURE_PROCESSES || this.disposed) return;
+    let tick = 0;
+    this.measuring = setInterval(() => {
+      const idleToo = ++tick % IDLE_MEASURE_TICKS === 0;
+      for (const host of this.all) if ((host.busy || idleToo) && host.checkMemory()) this.replaced++;
+    }, MEASURE_MS);
+    this.measuring.unref();
   }
 }

@@ -100,9 +100,14 @@ export class PythonSandbox extends HostPoolSandbox {
       maxConcurrency: options.maxConcurrency,
       watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
       memory: {
-        retireAboveBytes: () => retainedGrowthBytes,
-        // Memory the interpreter took stays usable by the next run: one grown past a run's limit does not serve it.
-        fits: (limits, grown) => grown <= limits.memoryMb * MiB,
+        // Measured RSS: the interpreter's wasm memory may keep retainedGrowth, its files take up to memoryMb on the JS heap.
+        killAboveBytes: (limits) => 2 * limits.memoryMb * MiB + retainedGrowthBytes + 96 * MiB,
+        retireAboveBytes: (limits) => limits.memoryMb * MiB + retainedGrowthBytes + 64 * MiB,
+        engine: {
+          retireAboveBytes: () => retainedGrowthBytes,
+          // Memory the interpreter took stays usable by the next run: one grown past a run's limit does not serve it.
+          fits: (limits, grown) => grown <= limits.memoryMb * MiB,
+        },
       },
       cooperativeCancel: true,
       recycleAfterRuns: options.recycleAfterRuns ?? 20_000,

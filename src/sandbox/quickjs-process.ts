@@ -58,7 +58,8 @@ export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOption
     start: () => processHost(QUICKJS_PROFILE, options.confine),
     maxConcurrency: options.maxConcurrency,
     watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
-    memory: { retireAboveBytes: () => RETIRE_ABOVE_BYTES },
+    // The pool's RSS bounds (host-pool.ts), and the wasm memory the host reports as a hint.
+    memory: { engine: { retireAboveBytes: () => RETIRE_ABOVE_BYTES } },
     cooperativeCancel: false,
     affinity: options.affinity,
   });
