@@ -17,7 +17,7 @@
 import { execFile } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { promisify } from "node:util";
-import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
 import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
@@ -95,16 +95,16 @@ export async function benchSandbox(): Promise<void> {
   rows.push(await measure("QuickJS in-process, fresh runtime per run (Workers)", ITERATIONS, sandboxRun(quickjs)));
   await quickjs.dispose();
 
-  const pooled = async (name: string, make: (affinity: boolean) => HostPoolSandbox) => {
+  const pooled = async (name: string, make: (affinity: HostAffinity) => HostPoolSandbox) => {
     const rssBefore = process.memoryUsage.rss();
-    const sandbox = make(false);
+    const sandbox = make("off");
     rows.push(await measure(`${name}, 1 at a time`, ITERATIONS, sandboxRun(sandbox)));
     rows.push(await measure(`${name}, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox), cpus));
     memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
     await sandbox.dispose();
     // Hosts dedicated to a queue key (README "The residual"), every run from a new key: each run
     // needs a fresh host, so this is the rate at which hosts start.
-    const keyed = make(true);
+    const keyed = make("episode");
     let key = 0;
     rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
     await keyed.dispose();

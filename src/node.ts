@@ -58,10 +58,11 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // its runs.
   const owned = opts.sandbox === undefined;
   const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
-  // ENVWORKER_SANDBOX_AFFINITY=key: a host per episode / client (src/sandbox/README.md "The residual").
-  const affinity = config.sandboxAffinity ? { affinity: true } : {};
-  const sandbox = opts.sandbox ?? createSandbox(undefined, { ...concurrency, ...affinity });
-  const python = createPythonSandbox({ ...concurrency, ...affinity });
+  // Hosts dedicated to a client by default (ENVWORKER_SANDBOX_AFFINITY; src/sandbox/README.md "The
+  // residual"): a guest that escaped its engine reaches no other client's runs.
+  const affinity = config.sandboxAffinity ?? "client";
+  const sandbox = opts.sandbox ?? createSandbox(undefined, { ...concurrency, affinity });
+  const python = createPythonSandbox({ ...concurrency, affinity });
   // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
   const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.

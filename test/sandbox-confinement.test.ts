@@ -19,7 +19,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeConfinement, HOST_UID_BASE, type ConfinementProfile } from "../src/sandbox/confine.ts";
 import { processHost } from "../src/sandbox/host-handles.ts";
-import { HostPoolSandbox, type MemoryPolicy } from "../src/sandbox/host-pool.ts";
+import { HostPoolSandbox, type HostAffinity, type MemoryPolicy } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
@@ -35,7 +35,7 @@ function escapeProfile(real: ConfinementProfile): ConfinementProfile {
   return { ...real, name: `escape-${real.name}`, entries: { "escape-host": ESCAPE_ENTRY } };
 }
 
-function escapePool(profile: ConfinementProfile, bwrap: boolean, affinity = false, memory: MemoryPolicy = { retireAboveBytes: () => Number.MAX_SAFE_INTEGER }): HostPoolSandbox {
+function escapePool(profile: ConfinementProfile, bwrap: boolean, affinity: HostAffinity = "off", memory: MemoryPolicy = { retireAboveBytes: () => Number.MAX_SAFE_INTEGER }): HostPoolSandbox {
   return new HostPoolSandbox({
     kind: "quickjs",
     label: "escaped host",
@@ -214,24 +214,28 @@ export default () => {
 };`;
   const GENUINE = `export default () => "genuine";`;
 
-  it.each([true, false])(
-    "an escaped guest cannot change another key's results: hosts are dedicated to a key (affinity %s)",
+  it.each(["client", "episode", "off"] as const)(
+    "an escaped guest cannot change another client's results: hosts are dedicated to a client (affinity %s)",
     async (affinity) => {
       const pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP, affinity);
       try {
         await pool.warm(2);
-        // Key A takes over its process; its own later runs are the residual (README "The residual").
-        await pool.run(FORGE, { queueKey: "client-a" });
-        expect((await pool.run(GENUINE, { queueKey: "client-a" })).result).toBe("forged");
-        // Another client's runs, one after another and concurrently with A's.
+        // Client A's episode 1 takes over its process; its own later runs are the residual (README "The residual").
+        await pool.run(FORGE, { client: "client-a", queueKey: "a-1" });
+        expect((await pool.run(GENUINE, { client: "client-a", queueKey: "a-1" })).result).toBe("forged");
+        // Another episode of the same client: in A's hosts with client affinity, in its own with episode affinity.
+        const sameClient = (await pool.run(GENUINE, { client: "client-a", queueKey: "a-2" })).result;
+        expect(sameClient).toBe(affinity === "episode" ? "genuine" : "forged");
+        // Other clients' runs, one after another and concurrently with A's.
         const others = await Promise.all([
-          pool.run(GENUINE, { queueKey: "client-b" }),
-          pool.run(GENUINE, { queueKey: "client-c" }),
-          pool.run(GENUINE, { queueKey: "client-b" }),
+          pool.run(GENUINE, { client: "client-b", queueKey: "b-1" }),
+          pool.run(GENUINE, { client: "client-c", queueKey: "c-1" }),
+          pool.run(GENUINE, { client: "client-b", queueKey: "b-2" }),
+          pool.run(GENUINE, { client: "client-a", queueKey: "a-1" }),
         ]);
-        const results = others.map((r) => r.result);
-        if (affinity) expect(results).toEqual(["genuine", "genuine", "genuine"]);
-        // Without affinity the poisoned process serves other keys too: the control that shows this test can fail.
+        const results = others.slice(0, 3).map((r) => r.result);
+        if (affinity !== "off") expect(results).toEqual(["genuine", "genuine", "genuine"]);
+        // Without affinity the poisoned process serves other clients too: the control that shows this test can fail.
         else expect(results).toContain("forged");
       } finally {
         await pool.dispose();
@@ -307,7 +311,7 @@ export default async ({ mb, holdMs, laterMb }) => {
 
     it.each(BWRAP)("a host that grows while idle, after its run was answered, is killed and replaced (bubblewrap %s)", async (bwrap) => {
       // The pool's default bounds (a real backend's): an idle host may keep memoryMb + 64 MiB.
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), bwrap, false, {});
+      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), bwrap, "off", {});
       try {
         const first = await pool.run(LIAR, { memoryMb: 16, timeoutMs: 15_000, globals: { mb: 0, holdMs: 0, laterMb: 400 } });
         expect(first.ok, JSON.stringify(first)).toBe(true);

@@ -78,16 +78,21 @@ export interface HostPoolOptions {
   recycleAfterRuns?: number;
   /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
   validate?(code: string, options: RunOptions): void;
-  /**
-   * Hosts are dedicated to a queue key (an episode, a client of a stateless route): a host that
-   * served one key never serves another, so a guest that escaped its engine and took over its host
-   * process can tamper only with later runs of its own key (README.md "The residual"). A new key
-   * gets a fresh host (one is kept started ahead); the least recently used idle host of another
-   * key is stopped to make room. Runs without a key share one key. Default false: a host serves
-   * any key (each switch of key costs a host start-up).
-   */
-  affinity?: boolean;
+  /** Whom a host is dedicated to (HostAffinity). Default "off". */
+  affinity?: HostAffinity;
 }
+
+/**
+ * Whom a host serves. "client": the runs of one client (RunOptions.client, else its queueKey): a
+ * host that served one client never serves another, so a guest that escaped its engine and took
+ * over its host process can tamper only with later runs of its own client (README.md "The
+ * residual"). "episode": the runs of one queue key (an episode; a client on stateless routes):
+ * narrower, and a host start-up per new episode. A new client (key) gets a fresh host (one is kept
+ * started ahead); the least recently used idle host of another is stopped to make room, so at most
+ * maxConcurrency + 1 hosts live. Runs without either share one. "off": a host serves anyone
+ * (nothing is started per client; an escaped guest reaches every later run of its process).
+ */
+export type HostAffinity = "client" | "episode" | "off";
 
 /**
  * The largest reply a run may cause: its result and output are each capped at maxOutputBytes
@@ -376,7 +381,7 @@ export class HostPoolSandbox implements Sandbox {
     const { onStart, ...queueOptions } = options;
     const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
-      const host = this.acquire(limits, options.queueKey ?? "");
+      const host = this.acquire(limits, this.ownerOf(options));
       try {
         try {
           await host.ready;
@@ -419,12 +424,19 @@ export class HostPoolSandbox implements Sandbox {
     this.all.clear();
   }
 
+  /** Whom a run's host must be dedicated to (affinity), undefined when hosts serve anyone. */
+  private ownerOf(options: RunOptions): string | undefined {
+    const affinity = this.options.affinity ?? "off";
+    if (affinity === "off") return undefined;
+    return affinity === "client" ? (options.client ?? options.queueKey ?? "") : (options.queueKey ?? "");
+  }
+
   /**
    * An idle host that can serve `limits` (memory a wasm engine took never shrinks) and, with
    * affinity, `key` (its own, else a fresh one); else a newly started one.
    */
   private acquire(limits?: RunLimits, key?: string): Host {
-    const affinity = this.options.affinity === true && key !== undefined;
+    const affinity = key !== undefined;
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const host = this.idle[i]!;
       if (host.dead) {
@@ -477,7 +489,7 @@ export class HostPoolSandbox implements Sandbox {
       this.all.delete(host);
       host.kill();
       // Replace it right away, so the next run does not pay the start-up.
-      if (this.options.affinity) this.keepSpare();
+      if ((this.options.affinity ?? "off") !== "off") this.keepSpare();
       else if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
     } else this.idle.push(host);
   }
@@ -499,7 +511,8 @@ export class HostPoolSandbox implements Sandbox {
     let tick = 0;
     this.measuring = setInterval(() => {
       const idleToo = ++tick % IDLE_MEASURE_TICKS === 0;
-      for (const host of this.all) if ((host.busy || idleToo) && host.checkMemory()) this.replaced++;
+      // Idle: only hosts in the idle list (one just taken from it, about to be sent a run, is neither).
+      for (const host of this.all) if ((host.busy || (idleToo && this.idle.includes(host))) && host.checkMemory()) this.replaced++;
     }, MEASURE_MS);
     this.measuring.unref();
   }

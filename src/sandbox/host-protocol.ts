@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { RunOptions, RunResult, Sandbox } from "./types.ts";
 
 /** Options that cross to a host: limits and inputs only (JSON-safe; no signal, no callbacks). */
-export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey">;
+export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey" | "client">;
 
 export type HostRequest = { type: "run"; id: number; code: string; options: SentOptions } | { type: "cancel"; id: number };
 

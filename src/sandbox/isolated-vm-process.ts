@@ -8,13 +8,13 @@
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox } from "./host-pool.ts";
+import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 
 export interface IsolatedVmProcessSandboxOptions {
   /** Max concurrent runs = max child processes (default: number of CPUs). */
   maxConcurrency?: number;
-  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
-  affinity?: boolean;
+  /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
+  affinity?: HostAffinity;
   /** How the children are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }

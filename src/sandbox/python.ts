@@ -30,7 +30,7 @@ import { resolve as resolveModule } from "import-meta-resolve";
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox } from "./host-pool.ts";
+import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 import type { RunOptions } from "./types.ts";
 
 export interface PythonSandboxOptions {
@@ -42,8 +42,8 @@ export interface PythonSandboxOptions {
   recycleAfterRuns?: number;
   /** Replace an interpreter whose memory grew more than this above its start size (default 64 MiB). */
   retainedGrowthMb?: number;
-  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
-  affinity?: boolean;
+  /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
+  affinity?: HostAffinity;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }

@@ -47,6 +47,13 @@ export interface RunOptions extends Partial<RunLimits> {
    */
   queueKey?: string;
   /**
+   * Who the run is for (a client of the server): free slots go to clients in turn first, then to
+   * the client's queue keys in turn, so a client's many episodes share one client's turns. Node
+   * hosts are dedicated to it (the pool's `affinity: "client"`). Default: the queueKey (a client of
+   * its own). Usually set through `scopedSandbox`.
+   */
+  client?: string;
+  /**
    * The caller gave up when this aborts: a queued run leaves the queue, a running one is stopped;
    * either way the run resolves as `ok: false` with error name `CancelledError`.
    */
