@@ -15,38 +15,18 @@ import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFile
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeConfinement, HOST_UID_BASE, type ConfinementProfile } from "../src/sandbox/confine.ts";
-import { processHost } from "../src/sandbox/host-handles.ts";
-import { HostPoolSandbox, type HostAffinity, type MemoryPolicy } from "../src/sandbox/host-pool.ts";
+import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
+import { escapePool } from "./fixtures/confine/escape-pool.ts";
 
-const ESCAPE_ENTRY = pathToFileURL(resolve(import.meta.dirname, "fixtures/confine/escape-host.ts"));
 const REPO_FILE = resolve(import.meta.dirname, "../package.json");
 const HAS_BWRAP = describeConfinement().bwrap;
 const AS_ROOT = process.getuid?.() === 0;
-
-/** A real host's profile with the escape in place of its entry: the same flags, packages, limits. */
-function escapeProfile(real: ConfinementProfile): ConfinementProfile {
-  return { ...real, name: `escape-${real.name}`, entries: { "escape-host": ESCAPE_ENTRY } };
-}
-
-function escapePool(profile: ConfinementProfile, bwrap: boolean, affinity: HostAffinity = "off", memory: MemoryPolicy = { retireAboveBytes: () => Number.MAX_SAFE_INTEGER }): HostPoolSandbox {
-  return new HostPoolSandbox({
-    kind: "quickjs",
-    label: "escaped host",
-    start: () => processHost(profile, { bwrap }),
-    maxConcurrency: 2,
-    watchdogSlackMs: 1000,
-    memory,
-    cooperativeCancel: false,
-    affinity,
-  });
-}
 
 /** Host-side JavaScript the escaped guest runs: every attempt, and what became of it. */
 const ATTACKS = `
@@ -126,7 +106,7 @@ describe("a guest that escaped its engine, confined", () => {
 
     beforeAll(async () => {
       if (skip) return;
-      const pool = escapePool(escapeProfile(profile), bwrap);
+      const pool = escapePool(profile, { bwrap });
       try {
         connectionsBefore = connections;
         const r = await pool.run(ATTACKS, { timeoutMs: 20_000, globals: { serverPid: process.pid, secretFile, secretDir, port, repoFile: REPO_FILE } });
@@ -217,7 +197,7 @@ export default () => {
   it.each(["client", "episode", "off"] as const)(
     "an escaped guest cannot change another client's results: hosts are dedicated to a client (affinity %s)",
     async (affinity) => {
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP, affinity);
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP, affinity });
       try {
         await pool.warm(2);
         // Client A's episode 1 takes over its process; its own later runs are the residual (README "The residual").
@@ -278,7 +258,7 @@ export default async ({ mb, holdMs, laterMb }) => {
     const BWRAP = HAS_BWRAP ? [true, false] : [false];
 
     it.each(BWRAP)("a run that allocates far past its limit while its host reports 0 bytes is killed, a MemoryLimitError (bubblewrap %s)", async (bwrap) => {
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), bwrap);
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
       try {
         const before = pool.replaced;
         // memoryMb 16: the host may grow by 2 × 16 + 96 MiB while running; it takes 400 MiB and holds it.
@@ -295,7 +275,7 @@ export default async ({ mb, holdMs, laterMb }) => {
     }, 60_000);
 
     it.each(BWRAP)("what a host keeps after its run is counted in memoryBytes(), whatever it reports (bubblewrap %s)", async (bwrap) => {
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), bwrap);
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
       try {
         await pool.warm(1);
         const before = pool.memoryBytes();
@@ -311,7 +291,7 @@ export default async ({ mb, holdMs, laterMb }) => {
 
     it.each(BWRAP)("a host that grows while idle, after its run was answered, is killed and replaced (bubblewrap %s)", async (bwrap) => {
       // The pool's default bounds (a real backend's): an idle host may keep memoryMb + 64 MiB.
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), bwrap, "off", {});
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap, memory: {} });
       try {
         const first = await pool.run(LIAR, { memoryMb: 16, timeoutMs: 15_000, globals: { mb: 0, holdMs: 0, laterMb: 400 } });
         expect(first.ok, JSON.stringify(first)).toBe(true);
@@ -329,7 +309,7 @@ export default async ({ mb, holdMs, laterMb }) => {
   describe("the server trusts nothing a host sends back", () => {
     let pool: HostPoolSandbox;
     beforeAll(() => {
-      pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP);
+      pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP });
     });
     afterAll(() => pool.dispose());
 

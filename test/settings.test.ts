@@ -207,7 +207,7 @@ describe("settings through the real environment variables (envworker serve)", ()
     expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
   });
 
-  setting(["ENVWORKER_SANDBOX_AFFINITY"], "key: each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
+  setting(["ENVWORKER_SANDBOX_AFFINITY"], "client (the default): each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
     // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
     // Sandbox processes that appear for the second and third client, once the first has been served.
     const startedForNewClients = async (server: LiveServer) => {
@@ -221,13 +221,13 @@ describe("settings through the real environment variables (envworker serve)", ()
       }
       return seen.size - before;
     };
-    const own = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "key" });
+    expect(await startedForNewClients(code), "client (this server's default): a process for each new client").toBeGreaterThanOrEqual(2);
+    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
     try {
-      expect(await startedForNewClients(own), "key: a process for each new client").toBeGreaterThanOrEqual(2);
+      expect(await startedForNewClients(off), "off: the same processes serve them").toBe(0);
     } finally {
-      await own.stop();
+      await off.stop();
     }
-    expect(await startedForNewClients(code), "off (this server's default): the same processes serve them").toBe(0);
   });
 
   setting(["ENVWORKER_SANDBOX_CONCURRENCY"], "1 runs model code one at a time; the default runs one per CPU at once", async () => {
