@@ -25,21 +25,21 @@ import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
 
-const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
+export const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
 const ITERATIONS = Number(process.env.BENCH_SANDBOX_RUNS ?? 2000);
 const NODE_ITERATIONS = Number(process.env.BENCH_SANDBOX_NODE_RUNS ?? 20);
 /** Runs of the affinity rows: each needs a host of its own (a start-up). */
 const KEYED_ITERATIONS = Number(process.env.BENCH_SANDBOX_KEYED_RUNS ?? 30);
 const MiB = 1024 * 1024;
 
-interface Row {
+export interface Row {
   name: string;
   runsPerSec: number;
   /** Median latency of one run as its caller sees it (queueing included). */
   p50Ms: number;
 }
 
-async function measure(name: string, iterations: number, once: () => Promise<void>, concurrency = 1): Promise<Row> {
+export async function measure(name: string, iterations: number, once: () => Promise<void>, concurrency = 1): Promise<Row> {
   for (let i = 0; i < Math.min(20, iterations); i++) await once(); // warm-up: JIT, pools, threads
   let next = 0;
   const latencies: number[] = [];

@@ -8,11 +8,15 @@
  * - containment: a host that dies (a V8 fatal error aborts its whole process; a thread over its
  *   heap limit) takes only its own run with it (MemoryLimitError when it died for lack of memory,
  *   SandboxError otherwise), and a fresh host takes its place;
- * - memory enforcement: a host whose reported memory grows past the run's allowance while running
- *   is killed (MemoryLimitError), and one that did not give memory back after a run is replaced,
- *   which returns that memory to the OS;
- * - fair queueing and cancellation (limiter.ts): a run whose signal aborts leaves the queue, or,
- *   when running, is answered at once as a CancelledError while its host stops it;
+ * - memory enforcement on the server's own measure (process-memory.ts: the RSS of the host's whole
+ *   process tree, never what the host reports): a host that grows past the run's allowance while
+ *   running is killed (MemoryLimitError), and one that did not give memory back after a run, or
+ *   grew while idle, is replaced, which returns that memory to the OS;
+ * - fair queueing and cancellation (limiter.ts): clients take turns, then a client's queue keys; a
+ *   run whose signal aborts leaves the queue, or, when running, is answered at once as a
+ *   CancelledError while its host stops it;
+ * - affinity (HostAffinity): hosts dedicated to a client (or an episode), so a guest that took over
+ *   its host reaches no one else's runs;
  * - distrust: a reply is bounded (by the run's output cap) and schema-checked before use
  *   (host-handles.ts), must answer the run in flight, and its output must fit the run's cap; a
  *   host that breaks any of this is killed and its run is a SandboxError.

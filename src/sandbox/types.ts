@@ -97,8 +97,8 @@ export interface Sandbox {
   /** Frees isolates / worker threads / child processes. Runs started afterwards reject. */
   dispose(): Promise<void>;
   /**
-   * Node backends: memory held by the sandbox's threads/processes as they last reported it (RSS of
-   * each isolated-vm process, wasm memory of each QuickJS thread), for memory budgets and metrics.
+   * Node backends: memory held by the sandbox's processes, as the server last measured it (the RSS
+   * of each host's process tree, host-pool.ts; never what a host says), for memory budgets and metrics.
    */
   memoryBytes?(): number;
 }
