@@ -48,9 +48,9 @@ async function row(engine: Engine, affinity: HostAffinity, clients: number, runs
     const r = await sandbox.run(engine.code, { client, queueKey: `${client}/episode-${n % (clients * 2)}`, timeoutMs: 10_000 });
     if (!r.ok || r.result !== engine.expected) throw new Error(`unexpected result ${JSON.stringify(r)}`);
   };
-  const hostsBefore = sandbox.hosts + sandbox.replaced;
+  const startedBefore = sandbox.started;
   const measured = await measure(`${engine.name}, affinity ${affinity}, ${clients} client${clients > 1 ? "s" : ""}`, runs, once, CONCURRENCY);
-  const starts = sandbox.hosts + sandbox.replaced - hostsBefore;
+  const starts = sandbox.started - startedBefore;
   await sandbox.dispose();
   return { ...measured, starts };
 }

@@ -336,6 +336,8 @@ export class HostPoolSandbox implements Sandbox {
   private measuring: ReturnType<typeof setInterval> | undefined;
   /** Hosts killed or retired so far (watchdog, memory, death, recycling): for tests and metrics. */
   replaced = 0;
+  /** Hosts started so far: for tests, metrics and benchmarks. */
+  started = 0;
 
   constructor(private readonly options: HostPoolOptions) {
     this.kind = options.kind;
@@ -385,7 +387,9 @@ export class HostPoolSandbox implements Sandbox {
     const { onStart, ...queueOptions } = options;
     const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
-      const host = this.acquire(limits, this.ownerOf(options));
+      const host = await this.acquire(limits, this.ownerOf(options), options.signal);
+      // Gave up while waiting for its client's host.
+      if (!host) return cancelledResult(options.signal, 0);
       try {
         try {
           await host.ready;
@@ -426,6 +430,8 @@ export class HostPoolSandbox implements Sandbox {
     this.idle.length = 0;
     for (const host of this.all) host.kill();
     this.all.clear();
+    for (const queue of this.waiting.values()) for (const take of queue) take(undefined);
+    this.waiting.clear();
   }
 
   /** Whom a run's host must be dedicated to (affinity), undefined when hosts serve anyone. */
@@ -435,12 +441,32 @@ export class HostPoolSandbox implements Sandbox {
     return affinity === "client" ? (options.client ?? options.queueKey ?? "") : (options.queueKey ?? "");
   }
 
+  /** Hosts alive at most with affinity: one per slot and a spare started ahead. */
+  private get maxHosts(): number {
+    return this.limiter.max + 1;
+  }
+
+  /** Whether an idle host may serve a run with `limits` (memory a wasm engine took never shrinks); one that may not is killed. */
+  private fits(host: Host, limits: RunLimits | undefined): boolean {
+    const fits = this.options.memory.engine?.fits;
+    const engineGrown = host.engineGrownBytes;
+    if (!limits || !fits || engineGrown === undefined || fits(limits, engineGrown)) return true;
+    this.replaced++;
+    this.all.delete(host);
+    host.kill();
+    return false;
+  }
+
   /**
-   * An idle host that can serve `limits` (memory a wasm engine took never shrinks) and, with
-   * affinity, `key` (its own, else a fresh one); else a newly started one.
+   * A host for a run: without affinity (`key` undefined), the most recently used idle one, else a
+   * new one. With affinity, in this order: an idle host of `key`; the spare (a fresh host, kept to
+   * `key` from now on; no new spare is started unless there is room, so taking it stops no one
+   * else's host); when the pool is full and `key` already has a host (busy), that host, once it is
+   * free (waiting for it costs less than a start-up, and stops no other key's host); else a new
+   * host, for which the least recently used idle host of another key is stopped. Undefined when
+   * the run's signal aborted while it waited.
    */
-  private acquire(limits?: RunLimits, key?: string): Host {
-    const affinity = key !== undefined;
+  private async acquire(limits: RunLimits, key: string | undefined, signal: AbortSignal | undefined): Promise<Host | undefined> {
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const host = this.idle[i]!;
       if (host.dead) {
@@ -448,42 +474,83 @@ export class HostPoolSandbox implements Sandbox {
         this.all.delete(host); // died while idle
         continue;
       }
-      if (affinity && host.key !== key) continue;
+      if (key !== undefined && host.key !== key) continue;
       this.idle.splice(i, 1);
-      const fits = this.options.memory.engine?.fits;
-      const engineGrown = host.engineGrownBytes;
-      if (!limits || !fits || engineGrown === undefined || fits(limits, engineGrown)) return host;
-      this.replaced++;
-      this.all.delete(host);
-      host.kill();
+      if (this.fits(host, limits)) return host;
       break;
     }
-    if (!affinity) return this.startHost();
-    // A fresh host (the spare started ahead, if any), kept to this key from now on.
-    const fresh = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
-    const host = fresh >= 0 ? this.idle.splice(fresh, 1)[0]! : this.startHost();
-    host.key = key;
-    this.makeRoom();
-    this.keepSpare();
-    return host;
+    if (key === undefined) return this.startHost();
+    const spare = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
+    if (spare >= 0) {
+      const host = this.idle.splice(spare, 1)[0]!;
+      host.key = key;
+      this.keepSpare();
+      return host;
+    }
+    if (this.all.size >= this.maxHosts && this.hasHost(key)) {
+      const host = await this.waitForHostOf(key, signal);
+      if (!host || this.fits(host, limits)) return host;
+    }
+    return this.startFor(key);
   }
 
-  /** Affinity: at most maxConcurrency + 1 hosts alive; the least recently used idle ones go first. */
-  private makeRoom(): void {
-    while (this.all.size > this.limiter.max + 1) {
+  /** Whether `key` has a live host (busy: an idle one would have been taken). */
+  private hasHost(key: string): boolean {
+    for (const host of this.all) if (host.key === key && !host.dead && !host.retire) return true;
+    return false;
+  }
+
+  /** Runs waiting for a host of their key to be free, per key, first come first served. */
+  private readonly waiting = new Map<string, ((host: Host | undefined) => void)[]>();
+
+  private waitForHostOf(key: string, signal: AbortSignal | undefined): Promise<Host | undefined> {
+    return new Promise<Host | undefined>((resolve) => {
+      if (signal?.aborted) return resolve(undefined);
+      const queue = this.waiting.get(key) ?? [];
+      this.waiting.set(key, queue);
+      const onAbort = () => {
+        const i = queue.indexOf(take);
+        if (i >= 0) queue.splice(i, 1);
+        if (queue.length === 0 && this.waiting.get(key) === queue) this.waiting.delete(key);
+        resolve(undefined);
+      };
+      const take = (host: Host | undefined) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(host);
+      };
+      queue.push(take);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Hands a host of `key` (or undefined: start one) to the first run waiting for one; false when none waits. */
+  private handOver(key: string, host: Host | undefined): boolean {
+    const queue = this.waiting.get(key);
+    const take = queue?.shift();
+    if (queue && queue.length === 0) this.waiting.delete(key);
+    if (!take) return false;
+    take(host ?? this.startFor(key));
+    return true;
+  }
+
+  /** A new host for `key`, the least recently used idle host of another key stopped to make room. */
+  private startFor(key: string): Host {
+    while (this.all.size >= this.maxHosts) {
       const oldest = this.idle.findIndex((h) => h.key !== undefined);
-      if (oldest < 0) return;
+      if (oldest < 0) break;
       const [host] = this.idle.splice(oldest, 1);
       this.all.delete(host!);
       host!.kill();
     }
+    const host = this.startHost();
+    host.key = key;
+    return host;
   }
 
-  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up. */
+  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up; only where there is room. */
   private keepSpare(): void {
-    if (this.disposed || this.idle.some((h) => h.key === undefined && !h.dead)) return;
+    if (this.disposed || this.all.size >= this.maxHosts || this.idle.some((h) => h.key === undefined && !h.dead)) return;
     this.idle.unshift(this.startHost());
-    this.makeRoom();
   }
 
   private release(host: Host): void {
@@ -492,13 +559,16 @@ export class HostPoolSandbox implements Sandbox {
       if (!this.disposed && !recycle) this.replaced++;
       this.all.delete(host);
       host.kill();
+      if (this.disposed) return;
       // Replace it right away, so the next run does not pay the start-up.
-      if ((this.options.affinity ?? "off") !== "off") this.keepSpare();
-      else if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
-    } else this.idle.push(host);
+      if (host.key !== undefined) {
+        if (!this.handOver(host.key, undefined)) this.keepSpare();
+      } else if (this.idle.length === 0) this.idle.push(this.startHost());
+    } else if (host.key === undefined || !this.handOver(host.key, host)) this.idle.push(host);
   }
 
   private startHost(): Host {
+    this.started++;
     const host = new Host(this.options.start(), this.options);
     this.all.add(host);
     this.measureHosts();
