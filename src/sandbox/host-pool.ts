@@ -491,7 +491,9 @@ export class HostPoolSandbox implements Sandbox {
       const host = await this.waitForHostOf(key, signal);
       if (!host || this.fits(host, limits)) return host;
     }
-    return this.startFor(key);
+    const host = this.startFor(key);
+    this.keepSpare();
+    return host;
   }
 
   /** Whether `key` has a live host (busy: an idle one would have been taken). */
