@@ -40,7 +40,8 @@ const ENGINES: Engine[] = [
 
 async function row(engine: Engine, affinity: HostAffinity, clients: number, runs: number): Promise<Row & { starts: number }> {
   const sandbox = engine.make(affinity);
-  await sandbox.warm(CONCURRENCY);
+  // Every host the pool may keep (with affinity: one more, the spare), so the rows measure the steady state.
+  await sandbox.warm(CONCURRENCY + 1);
   let i = 0;
   const once = async () => {
     const n = i++;

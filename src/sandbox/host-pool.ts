@@ -348,10 +348,11 @@ export class HostPoolSandbox implements Sandbox {
     return this.limiter.max;
   }
 
-  /** Starts `count` hosts (default 1, at most maxConcurrency) ahead of the first runs and waits for them. */
+  /** Starts `count` hosts (default 1, at most maxConcurrency; with affinity, also the spare) ahead of the first runs and waits for them. */
   async warm(count = 1): Promise<void> {
     const started: Host[] = [];
-    for (let i = this.all.size; i < Math.min(count, this.limiter.max); i++) started.push(this.startHost());
+    const most = (this.options.affinity ?? "off") === "off" ? this.limiter.max : this.maxHosts;
+    for (let i = this.all.size; i < Math.min(count, most); i++) started.push(this.startHost());
     if (started.length === 0 && this.all.size === 0) started.push(this.startHost());
     try {
       await Promise.all(started.map((h) => h.ready.catch(() => {})));
