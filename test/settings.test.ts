@@ -209,11 +209,12 @@ describe("settings through the real environment variables (envworker serve)", ()
 
   setting(["ENVWORKER_SANDBOX_AFFINITY"], "client (the default): each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
     // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
-    // Sandbox processes that appear for the second and third client, once the first has been served.
+    // Sandbox processes that appear for the second to fourth client, once the first has been served
+    // (the second takes the spare started for the first: with one slot, two processes at most).
     const startedForNewClients = async (server: LiveServer) => {
       const seen = new Set<string>();
       let before = 0;
-      for (const from of ["127.0.0.1", "127.0.0.2", "127.0.0.3"]) {
+      for (const from of ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]) {
         const r = await postFrom(from, `${server.url}/envs/math-tools/mcp`, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "6 * 7" } } }, server.headers);
         expect(mcpText(r)).toContain("42");
         for (const c of childPids(server.pid)) seen.add(c);
