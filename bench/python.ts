@@ -84,7 +84,7 @@ export async function benchPython(): Promise<void> {
   await sandbox.dispose();
   // Interpreters dedicated to a queue key (README "The residual"), every run from a new key: each
   // run needs a fresh interpreter, so this is the rate at which they start.
-  const keyed = createPythonSandbox({ maxConcurrency: cpus, affinity: true });
+  const keyed = createPythonSandbox({ maxConcurrency: cpus, affinity: "episode" });
   await keyed.warm(1);
   let key = 0;
   const keyedRuns = Number(process.env.BENCH_PYTHON_KEYED_RUNS ?? 10);

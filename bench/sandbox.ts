@@ -17,7 +17,7 @@
 import { execFile } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { promisify } from "node:util";
-import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
 import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
@@ -25,21 +25,21 @@ import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
 
-const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
+export const SNIPPET = "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
 const ITERATIONS = Number(process.env.BENCH_SANDBOX_RUNS ?? 2000);
 const NODE_ITERATIONS = Number(process.env.BENCH_SANDBOX_NODE_RUNS ?? 20);
 /** Runs of the affinity rows: each needs a host of its own (a start-up). */
 const KEYED_ITERATIONS = Number(process.env.BENCH_SANDBOX_KEYED_RUNS ?? 30);
 const MiB = 1024 * 1024;
 
-interface Row {
+export interface Row {
   name: string;
   runsPerSec: number;
   /** Median latency of one run as its caller sees it (queueing included). */
   p50Ms: number;
 }
 
-async function measure(name: string, iterations: number, once: () => Promise<void>, concurrency = 1): Promise<Row> {
+export async function measure(name: string, iterations: number, once: () => Promise<void>, concurrency = 1): Promise<Row> {
   for (let i = 0; i < Math.min(20, iterations); i++) await once(); // warm-up: JIT, pools, threads
   let next = 0;
   const latencies: number[] = [];
@@ -95,16 +95,16 @@ export async function benchSandbox(): Promise<void> {
   rows.push(await measure("QuickJS in-process, fresh runtime per run (Workers)", ITERATIONS, sandboxRun(quickjs)));
   await quickjs.dispose();
 
-  const pooled = async (name: string, make: (affinity: boolean) => HostPoolSandbox) => {
+  const pooled = async (name: string, make: (affinity: HostAffinity) => HostPoolSandbox) => {
     const rssBefore = process.memoryUsage.rss();
-    const sandbox = make(false);
+    const sandbox = make("off");
     rows.push(await measure(`${name}, 1 at a time`, ITERATIONS, sandboxRun(sandbox)));
     rows.push(await measure(`${name}, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox), cpus));
     memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
     await sandbox.dispose();
     // Hosts dedicated to a queue key (README "The residual"), every run from a new key: each run
     // needs a fresh host, so this is the rate at which hosts start.
-    const keyed = make(true);
+    const keyed = make("episode");
     let key = 0;
     rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
     await keyed.dispose();

@@ -10,7 +10,7 @@ import { createApp, sessionWebSocket } from "./server/app.ts";
 import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
-import { createSandbox, scopedSandbox, type Sandbox } from "./sandbox/index.ts";
+import { createSandbox, scopedSandbox, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
 import { DEFAULT_CLIENT_SHARE_PCT, DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { clientIdentity, nodeAddress } from "./server/client-id.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
@@ -37,6 +37,11 @@ export interface RunningServer {
 export interface NodeAppOptions {
   /** Use this sandbox (the caller owns and disposes it) instead of making one from the config. */
   sandbox?: Sandbox;
+  /**
+   * Make the JavaScript sandbox from the config's settings (concurrency, affinity) with this instead
+   * of `createSandbox` (the server owns it). Tests: a pool of hosts with a deliberate escape.
+   */
+  makeSandbox?: (options: CreateSandboxOptions) => Sandbox;
 }
 
 export function buildNodeApp(envs: readonly Environment[], config: Partial<ServerConfig> = {}, opts: NodeAppOptions = {}) {
@@ -58,10 +63,11 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // its runs.
   const owned = opts.sandbox === undefined;
   const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
-  // ENVWORKER_SANDBOX_AFFINITY=key: a host per episode / client (src/sandbox/README.md "The residual").
-  const affinity = config.sandboxAffinity ? { affinity: true } : {};
-  const sandbox = opts.sandbox ?? createSandbox(undefined, { ...concurrency, ...affinity });
-  const python = createPythonSandbox({ ...concurrency, ...affinity });
+  // Hosts dedicated to a client by default (ENVWORKER_SANDBOX_AFFINITY; src/sandbox/README.md "The
+  // residual"): a guest that escaped its engine reaches no other client's runs.
+  const affinity = config.sandboxAffinity ?? "client";
+  const sandbox = opts.sandbox ?? (opts.makeSandbox ?? ((o: CreateSandboxOptions) => createSandbox(undefined, o)))({ ...concurrency, affinity });
+  const python = createPythonSandbox({ ...concurrency, affinity });
   // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
   const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.

@@ -54,12 +54,14 @@ describe("configFromEnv (in process)", () => {
     expect(DOCUMENTED).toContain("ENVWORKER_ENV_THREADS");
   });
 
-  it("ENVWORKER_SANDBOX_AFFINITY: off (unset, empty, \"off\") or \"key\"; anything else refused", () => {
-    expect(configFromEnv({}).sandboxAffinity).toBe(false);
-    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBe(false);
-    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "off" }).sandboxAffinity).toBe(false);
-    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "key" }).sandboxAffinity).toBe(true);
-    expect(() => configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "yes" })).toThrow('ENVWORKER_SANDBOX_AFFINITY must be "key" or "off", got "yes"');
+  it("ENVWORKER_SANDBOX_AFFINITY: client (unset, empty, \"client\"), episode (or its old name \"key\") or off; anything else refused", () => {
+    expect(configFromEnv({}).sandboxAffinity).toBe("client");
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBe("client");
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "client" }).sandboxAffinity).toBe("client");
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "episode" }).sandboxAffinity).toBe("episode");
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "key" }).sandboxAffinity).toBe("episode");
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "off" }).sandboxAffinity).toBe("off");
+    expect(() => configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "yes" })).toThrow('ENVWORKER_SANDBOX_AFFINITY must be "client", "episode" or "off", got "yes"');
     expect(DOCUMENTED).toContain("ENVWORKER_SANDBOX_AFFINITY");
   });
 

@@ -15,38 +15,18 @@ import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFile
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeConfinement, HOST_UID_BASE, type ConfinementProfile } from "../src/sandbox/confine.ts";
-import { processHost } from "../src/sandbox/host-handles.ts";
-import { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
+import { escapePool } from "./fixtures/confine/escape-pool.ts";
 
-const ESCAPE_ENTRY = pathToFileURL(resolve(import.meta.dirname, "fixtures/confine/escape-host.ts"));
 const REPO_FILE = resolve(import.meta.dirname, "../package.json");
 const HAS_BWRAP = describeConfinement().bwrap;
 const AS_ROOT = process.getuid?.() === 0;
-
-/** A real host's profile with the escape in place of its entry: the same flags, packages, limits. */
-function escapeProfile(real: ConfinementProfile): ConfinementProfile {
-  return { ...real, name: `escape-${real.name}`, entries: { "escape-host": ESCAPE_ENTRY } };
-}
-
-function escapePool(profile: ConfinementProfile, bwrap: boolean, affinity = false): HostPoolSandbox {
-  return new HostPoolSandbox({
-    kind: "quickjs",
-    label: "escaped host",
-    start: () => processHost(profile, { bwrap }),
-    maxConcurrency: 2,
-    watchdogSlackMs: 1000,
-    memory: { retireAboveBytes: () => Number.MAX_SAFE_INTEGER },
-    cooperativeCancel: false,
-    affinity,
-  });
-}
 
 /** Host-side JavaScript the escaped guest runs: every attempt, and what became of it. */
 const ATTACKS = `
@@ -126,7 +106,7 @@ describe("a guest that escaped its engine, confined", () => {
 
     beforeAll(async () => {
       if (skip) return;
-      const pool = escapePool(escapeProfile(profile), bwrap);
+      const pool = escapePool(profile, { bwrap });
       try {
         connectionsBefore = connections;
         const r = await pool.run(ATTACKS, { timeoutMs: 20_000, globals: { serverPid: process.pid, secretFile, secretDir, port, repoFile: REPO_FILE } });
@@ -214,24 +194,28 @@ export default () => {
 };`;
   const GENUINE = `export default () => "genuine";`;
 
-  it.each([true, false])(
-    "an escaped guest cannot change another key's results: hosts are dedicated to a key (affinity %s)",
+  it.each(["client", "episode", "off"] as const)(
+    "an escaped guest cannot change another client's results: hosts are dedicated to a client (affinity %s)",
     async (affinity) => {
-      const pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP, affinity);
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP, affinity });
       try {
         await pool.warm(2);
-        // Key A takes over its process; its own later runs are the residual (README "The residual").
-        await pool.run(FORGE, { queueKey: "client-a" });
-        expect((await pool.run(GENUINE, { queueKey: "client-a" })).result).toBe("forged");
-        // Another client's runs, one after another and concurrently with A's.
+        // Client A's episode 1 takes over its process; its own later runs are the residual (README "The residual").
+        await pool.run(FORGE, { client: "client-a", queueKey: "a-1" });
+        expect((await pool.run(GENUINE, { client: "client-a", queueKey: "a-1" })).result).toBe("forged");
+        // Another episode of the same client: in A's hosts with client affinity, in its own with episode affinity.
+        const sameClient = (await pool.run(GENUINE, { client: "client-a", queueKey: "a-2" })).result;
+        expect(sameClient).toBe(affinity === "episode" ? "genuine" : "forged");
+        // Other clients' runs, one after another and concurrently with A's.
         const others = await Promise.all([
-          pool.run(GENUINE, { queueKey: "client-b" }),
-          pool.run(GENUINE, { queueKey: "client-c" }),
-          pool.run(GENUINE, { queueKey: "client-b" }),
+          pool.run(GENUINE, { client: "client-b", queueKey: "b-1" }),
+          pool.run(GENUINE, { client: "client-c", queueKey: "c-1" }),
+          pool.run(GENUINE, { client: "client-b", queueKey: "b-2" }),
+          pool.run(GENUINE, { client: "client-a", queueKey: "a-1" }),
         ]);
-        const results = others.map((r) => r.result);
-        if (affinity) expect(results).toEqual(["genuine", "genuine", "genuine"]);
-        // Without affinity the poisoned process serves other keys too: the control that shows this test can fail.
+        const results = others.slice(0, 3).map((r) => r.result);
+        if (affinity !== "off") expect(results).toEqual(["genuine", "genuine", "genuine"]);
+        // Without affinity the poisoned process serves other clients too: the control that shows this test can fail.
         else expect(results).toContain("forged");
       } finally {
         await pool.dispose();
@@ -240,10 +224,92 @@ export default () => {
     90_000,
   );
 
+  describe("the server measures what a host holds: a host's own report is not believed", () => {
+    const MiB = 1024 * 1024;
+    /** Host-side code that reports 0 bytes from now on (ready, usage, results), then allocates `mb` MiB it keeps. */
+    const LIAR = `
+export default async ({ mb, holdMs, laterMb }) => {
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (chunk, ...rest) => {
+    try {
+      const message = JSON.parse(Buffer.from(chunk).subarray(4).toString("utf8"));
+      if (typeof message.bytes === "number") {
+        message.bytes = 0;
+        const body = Buffer.from(JSON.stringify(message));
+        const head = Buffer.alloc(4);
+        head.writeUInt32BE(body.length);
+        return write(Buffer.concat([head, body]), ...rest);
+      }
+    } catch {}
+    return write(chunk, ...rest);
+  };
+  process.memoryUsage.rss = () => 0;
+  globalThis.held ??= [];
+  globalThis.id ??= Math.random();
+  const hold = (n) => { for (let i = 0; i < n; i++) globalThis.held.push(Buffer.alloc(MiB, 1)); };
+  const MiB = 1024 * 1024;
+  hold(mb);
+  // After the run is answered, while its host is idle.
+  if (laterMb) setTimeout(() => hold(laterMb), 300);
+  await new Promise((ok) => setTimeout(ok, holdMs));
+  return globalThis.id;
+};`;
+    const ID = `export default () => globalThis.id ?? null;`;
+    const BWRAP = HAS_BWRAP ? [true, false] : [false];
+
+    it.each(BWRAP)("a run that allocates far past its limit while its host reports 0 bytes is killed, a MemoryLimitError (bubblewrap %s)", async (bwrap) => {
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
+      try {
+        const before = pool.replaced;
+        // memoryMb 16: the host may grow by 2 × 16 + 96 MiB while running; it takes 400 MiB and holds it.
+        const r = await pool.run(LIAR, { memoryMb: 16, timeoutMs: 15_000, globals: { mb: 400, holdMs: 8000 } });
+        expect(r.ok, JSON.stringify(r)).toBe(false);
+        expect(r.error?.name).toBe("MemoryLimitError");
+        expect(r.error?.message).toMatch(/grew by \d+ MiB and was replaced/);
+        expect(r.elapsedMs).toBeLessThan(8000);
+        expect(pool.replaced).toBeGreaterThan(before);
+        expect((await pool.run("export default () => 2")).result).toBe(2);
+      } finally {
+        await pool.dispose();
+      }
+    }, 60_000);
+
+    it.each(BWRAP)("what a host keeps after its run is counted in memoryBytes(), whatever it reports (bubblewrap %s)", async (bwrap) => {
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
+      try {
+        await pool.warm(1);
+        const before = pool.memoryBytes();
+        expect(before).toBeGreaterThan(10 * MiB); // a Node process, measured
+        // memoryMb 512: 300 MiB is within what a run may use and keep; the host says 0.
+        const r = await pool.run(LIAR, { memoryMb: 512, timeoutMs: 15_000, globals: { mb: 300, holdMs: 0 } });
+        expect(r.ok, JSON.stringify(r)).toBe(true);
+        await expect.poll(() => pool.memoryBytes() - before, { timeout: 5000, interval: 100 }).toBeGreaterThan(280 * MiB);
+      } finally {
+        await pool.dispose();
+      }
+    }, 60_000);
+
+    it.each(BWRAP)("a host that grows while idle, after its run was answered, is killed and replaced (bubblewrap %s)", async (bwrap) => {
+      // The pool's default bounds (a real backend's): an idle host may keep memoryMb + 64 MiB.
+      const pool = escapePool(QUICKJS_PROFILE, { bwrap, memory: {} });
+      try {
+        const first = await pool.run(LIAR, { memoryMb: 16, timeoutMs: 15_000, globals: { mb: 0, holdMs: 0, laterMb: 400 } });
+        expect(first.ok, JSON.stringify(first)).toBe(true);
+        // The idle check (every ~0.5 s) kills it once it holds more than memoryMb + 64 MiB past its idle size.
+        await expect.poll(() => pool.replaced, { timeout: 10_000, interval: 100 }).toBeGreaterThan(0);
+        expect(pool.memoryBytes()).toBeLessThan(200 * MiB);
+        const next = await pool.run(ID);
+        expect(next.result).not.toBe(first.result); // a fresh process (the id lived in the old one)
+      } finally {
+        await pool.dispose();
+      }
+    }, 60_000);
+  });
+
   describe("the server trusts nothing a host sends back", () => {
     let pool: HostPoolSandbox;
     beforeAll(() => {
-      pool = escapePool(escapeProfile(QUICKJS_PROFILE), HAS_BWRAP);
+      pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP });
     });
     afterAll(() => pool.dispose());
 

@@ -296,6 +296,31 @@ describe("Limiter", () => {
     expect(order).toEqual(["A1", "B1", "C1", "A2", "B2"]);
     expect(limiter.pending).toBe(0);
   });
+
+  it("with groups (clients), groups take turns first and a group's keys (its episodes) share its turns", async () => {
+    const limiter = new Limiter(1);
+    let open!: () => void;
+    const first = limiter.run(() => new Promise<void>((resolve) => (open = resolve)), { key: "x" });
+    const order: string[] = [];
+    const task = (name: string) => async () => void order.push(name);
+    const runs: Promise<void>[] = [];
+    // Client A opened four episodes, two runs each; client B has one episode with four runs.
+    for (const episode of ["a1", "a2", "a3", "a4"]) for (const n of [1, 2]) runs.push(limiter.run(task(`${episode}.${n}`), { group: "A", key: episode }));
+    for (const n of [1, 2, 3, 4]) runs.push(limiter.run(task(`b1.${n}`), { group: "B", key: "b1" }));
+    // A run with no group is a group of its own (as before groups existed).
+    runs.push(limiter.run(task("solo"), { key: "solo" }));
+    const cancel = new AbortController();
+    const cancelled = limiter.run(task("gone"), { group: "A", key: "a5", signal: cancel.signal });
+    cancel.abort(new Error("episode closed"));
+    await expect(cancelled).rejects.toThrow(CancelledError);
+    expect(limiter.pendingFor("a1")).toBe(2);
+    open();
+    await first;
+    await Promise.all(runs);
+    // B gets one turn in every round however many episodes A opened.
+    expect(order).toEqual(["a1.1", "b1.1", "solo", "a2.1", "b1.2", "a3.1", "b1.3", "a4.1", "b1.4", "a1.2", "a2.2", "a3.2", "a4.2"]);
+    expect(limiter.pending).toBe(0);
+  });
 });
 
 describe("envworker run-code", () => {

@@ -207,13 +207,14 @@ describe("settings through the real environment variables (envworker serve)", ()
     expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
   });
 
-  setting(["ENVWORKER_SANDBOX_AFFINITY"], "key: each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
+  setting(["ENVWORKER_SANDBOX_AFFINITY"], "client (the default): each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
     // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
-    // Sandbox processes that appear for the second and third client, once the first has been served.
+    // Sandbox processes that appear for the second to fourth client, once the first has been served
+    // (the second takes the spare started for the first: with one slot, two processes at most).
     const startedForNewClients = async (server: LiveServer) => {
       const seen = new Set<string>();
       let before = 0;
-      for (const from of ["127.0.0.1", "127.0.0.2", "127.0.0.3"]) {
+      for (const from of ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]) {
         const r = await postFrom(from, `${server.url}/envs/math-tools/mcp`, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "javascript", arguments: { code: "6 * 7" } } }, server.headers);
         expect(mcpText(r)).toContain("42");
         for (const c of childPids(server.pid)) seen.add(c);
@@ -221,13 +222,13 @@ describe("settings through the real environment variables (envworker serve)", ()
       }
       return seen.size - before;
     };
-    const own = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "key" });
+    expect(await startedForNewClients(code), "client (this server's default): a process for each new client").toBeGreaterThanOrEqual(2);
+    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
     try {
-      expect(await startedForNewClients(own), "key: a process for each new client").toBeGreaterThanOrEqual(2);
+      expect(await startedForNewClients(off), "off: the same processes serve them").toBe(0);
     } finally {
-      await own.stop();
+      await off.stop();
     }
-    expect(await startedForNewClients(code), "off (this server's default): the same processes serve them").toBe(0);
   });
 
   setting(["ENVWORKER_SANDBOX_CONCURRENCY"], "1 runs model code one at a time; the default runs one per CPU at once", async () => {

@@ -612,7 +612,7 @@ export class EnvThreadPool implements EnvEngine {
     // Cancelled with its call, or alone when its caller in the thread gives up on it.
     const own = new AbortController();
     const signal = anySignal(call.services.signal, own.signal);
-    const service = (this.opts.services({ key: call.scope.key, signal }) as Record<string, Sandbox | undefined>)[m.name];
+    const service = (this.opts.services({ key: call.scope.key, client: call.scope.client, signal }) as Record<string, Sandbox | undefined>)[m.name];
     if (!service) {
       thread.post({ t: "service-error", sid: m.sid, message: `no ${m.name} service on this server` });
       return;

@@ -66,3 +66,60 @@ export class FairQueue<T> {
     this.count++;
   }
 }
+
+/**
+ * Fairness in two levels: groups (clients) take turns, and within a group its keys (the client's
+ * episodes) take turns, FIFO within a key. A group with ten keys gets no more turns than a group
+ * with one: opening more episodes does not buy a client a larger part of what is shared. A key
+ * given as its own group makes this the one-level FairQueue.
+ */
+export class GroupedFairQueue<T> {
+  private readonly groups = new Map<string, FairQueue<T>>();
+  /** Groups with items, in the order they are served; a served group goes to the back. */
+  private readonly order: string[] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Items queued under `key` (in any group). */
+  sizeOf(key: string): number {
+    let n = 0;
+    for (const queue of this.groups.values()) n += queue.sizeOf(key);
+    return n;
+  }
+
+  push(group: string, key: string, item: T): void {
+    let queue = this.groups.get(group);
+    if (!queue) {
+      this.groups.set(group, (queue = new FairQueue<T>()));
+      this.order.push(group);
+    }
+    queue.push(key, item);
+    this.count++;
+  }
+
+  shift(): T | undefined {
+    const group = this.order.shift();
+    if (group === undefined) return undefined;
+    const queue = this.groups.get(group)!;
+    const item = queue.shift()!;
+    this.count--;
+    if (queue.size > 0) this.order.push(group);
+    else this.groups.delete(group);
+    return item;
+  }
+
+  /** Drop a queued item (its caller gave up); false when it was not queued. */
+  remove(group: string, key: string, item: T): boolean {
+    const queue = this.groups.get(group);
+    if (!queue?.remove(key, item)) return false;
+    this.count--;
+    if (queue.size === 0) {
+      this.groups.delete(group);
+      this.order.splice(this.order.indexOf(group), 1);
+    }
+    return true;
+  }
+}

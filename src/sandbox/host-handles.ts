@@ -7,6 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
+import { processTreeRss } from "./process-memory.ts";
 import { delayProbe, leafProcess } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -31,6 +32,11 @@ export interface HostHandle {
   keepAlive(on: boolean): void;
   /** The largest reply accepted now (the pool raises it while a run with a large output cap is in flight). */
   setMaxReplyBytes(bytes: number): void;
+  /**
+   * Resident memory of the host's whole process tree, measured by the server (process-memory.ts);
+   * undefined before it started, after it ended, or where the system cannot tell (no /proc).
+   */
+  measure(): number | undefined;
   /** The process, once started (tests: its pid and uid). */
   readonly started: Promise<ConfinedProcess>;
   /**
@@ -138,6 +144,8 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     setMaxReplyBytes: (bytes) => {
       maxReplyBytes = bytes;
     },
+    // Not once it ended: its pid may be another process's by then.
+    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? processTreeRss(child.pid) : undefined),
     started,
     waitedMs,
   };

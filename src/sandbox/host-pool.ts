@@ -8,11 +8,15 @@
  * - containment: a host that dies (a V8 fatal error aborts its whole process; a thread over its
  *   heap limit) takes only its own run with it (MemoryLimitError when it died for lack of memory,
  *   SandboxError otherwise), and a fresh host takes its place;
- * - memory enforcement: a host whose reported memory grows past the run's allowance while running
- *   is killed (MemoryLimitError), and one that did not give memory back after a run is replaced,
- *   which returns that memory to the OS;
- * - fair queueing and cancellation (limiter.ts): a run whose signal aborts leaves the queue, or,
- *   when running, is answered at once as a CancelledError while its host stops it;
+ * - memory enforcement on the server's own measure (process-memory.ts: the RSS of the host's whole
+ *   process tree, never what the host reports): a host that grows past the run's allowance while
+ *   running is killed (MemoryLimitError), and one that did not give memory back after a run, or
+ *   grew while idle, is replaced, which returns that memory to the OS;
+ * - fair queueing and cancellation (limiter.ts): clients take turns, then a client's queue keys; a
+ *   run whose signal aborts leaves the queue, or, when running, is answered at once as a
+ *   CancelledError while its host stops it;
+ * - affinity (HostAffinity): hosts dedicated to a client (or an episode), so a guest that took over
+ *   its host reaches no one else's runs;
  * - distrust: a reply is bounded (by the run's output cap) and schema-checked before use
  *   (host-handles.ts), must answer the run in flight, and its output must fit the run's cap; a
  *   host that breaks any of this is killed and its run is a SandboxError.
@@ -23,6 +27,7 @@ import { IDLE_REPLY_BYTES, type HostExit, type HostHandle } from "./host-handles
 import type { HostReply, SentOptions } from "./host-protocol.ts";
 import { Limiter } from "./limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued } from "./options.ts";
+import { CAN_MEASURE_PROCESSES } from "./process-memory.ts";
 import { memoryError, timeoutError } from "./report.ts";
 import { stretchCapMs } from "./deadline.ts";
 import { TRUNCATION_MARKER, type JsonValue, type RunLimits, type RunOptions, type RunResult, type Sandbox, type SandboxKind } from "./types.ts";
@@ -41,14 +46,36 @@ function onRunClock(limitMs: number, started: number, waited0: number, waited: n
   return Math.max(0, endsAt - performance.now());
 }
 
+/**
+ * What a host may hold. Every bound below is on the memory the SERVER measures (the resident memory
+ * of the host's whole process tree, process-memory.ts), never on what the host says about itself:
+ * a guest that escaped its engine can report anything. What a host reports is a hint only
+ * (`engine`): it can make the pool replace that host sooner, never keep it longer.
+ */
 export interface MemoryPolicy {
-  /** How far a host's RSS may grow past its idle size while running before it is killed (undefined: not watched). */
+  /** How far a host may grow past its idle size while running before it is killed (MemoryLimitError). Default: DEFAULT_KILL_ABOVE. */
   killAboveBytes?(limits: RunLimits): number;
-  /** After a run, a host grown past its idle size by more than this is replaced (engine bytes where the host reports them, else RSS). */
-  retireAboveBytes(limits: RunLimits): number;
-  /** Whether an idle host grown by this much (as above) may serve a run with these limits; one that may not is replaced. */
-  fits?(limits: RunLimits, grownBytes: number): boolean;
+  /**
+   * A host grown past its idle size by more than this after a run (or later, while idle) is
+   * replaced, which gives the memory back to the OS. Default: DEFAULT_RETIRE_ABOVE.
+   */
+  retireAboveBytes?(limits: RunLimits): number;
+  /** The engine's own measure (a wasm memory's size) that the host reports: a hint, read where the host sends one. */
+  engine?: {
+    /** After a run, a host whose engine grew past its idle size by more than this is replaced. */
+    retireAboveBytes(limits: RunLimits): number;
+    /** Whether an idle host whose engine grew by this much may serve a run with these limits; one that may not is replaced. */
+    fits?(limits: RunLimits, grownBytes: number): boolean;
+  };
 }
+
+/** RSS a host may gain during a run: the engine's limit twice over, and room for its own heap, code and the run's strings. */
+export const DEFAULT_KILL_ABOVE = (limits: RunLimits): number => 2 * limits.memoryMb * MiB + 96 * MiB;
+/** RSS a host may keep after a run. */
+export const DEFAULT_RETIRE_ABOVE = (limits: RunLimits): number => limits.memoryMb * MiB + 64 * MiB;
+/** How often the server measures a busy host (an idle one: every IDLE_MEASURE_TICKS of these). */
+const MEASURE_MS = 20;
+const IDLE_MEASURE_TICKS = 25;
 
 export interface HostPoolOptions {
   kind: SandboxKind;
@@ -66,16 +93,21 @@ export interface HostPoolOptions {
   recycleAfterRuns?: number;
   /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
   validate?(code: string, options: RunOptions): void;
-  /**
-   * Hosts are dedicated to a queue key (an episode, a client of a stateless route): a host that
-   * served one key never serves another, so a guest that escaped its engine and took over its host
-   * process can tamper only with later runs of its own key (README.md "The residual"). A new key
-   * gets a fresh host (one is kept started ahead); the least recently used idle host of another
-   * key is stopped to make room. Runs without a key share one key. Default false: a host serves
-   * any key (each switch of key costs a host start-up).
-   */
-  affinity?: boolean;
+  /** Whom a host is dedicated to (HostAffinity). Default "off". */
+  affinity?: HostAffinity;
 }
+
+/**
+ * Whom a host serves. "client": the runs of one client (RunOptions.client, else its queueKey): a
+ * host that served one client never serves another, so a guest that escaped its engine and took
+ * over its host process can tamper only with later runs of its own client (README.md "The
+ * residual"). "episode": the runs of one queue key (an episode; a client on stateless routes):
+ * narrower, and a host start-up per new episode. A new client (key) gets a fresh host (one is kept
+ * started ahead); the least recently used idle host of another is stopped to make room, so at most
+ * maxConcurrency + 1 hosts live. Runs without either share one. "off": a host serves anyone
+ * (nothing is started per client; an escaped guest reaches every later run of its process).
+ */
+export type HostAffinity = "client" | "episode" | "off";
 
 /**
  * The largest reply a run may cause: its result and output are each capped at maxOutputBytes
@@ -104,13 +136,16 @@ interface Job {
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
-  /** RSS of the host when idle (from its ready message). */
+  private isReady = false;
+  /** Resident memory of the host's process tree when idle (measured at its ready message). */
   private idleBytes = 0;
-  /** RSS of the host when it last said. */
+  /** The same, when last measured: what the host holds, for budgets and the bounds. */
   lastBytes = 0;
-  /** The engine's own measure (wasm memory) when idle and last, where the host reports one. */
+  /** The engine's own measure (wasm memory) when idle and last, where the host reports one: hints. */
   private idleEngineBytes: number | undefined;
   private lastEngineBytes: number | undefined;
+  /** Limits of the last run served: the retire bound of an idle host. */
+  private lastLimits: RunLimits | undefined;
   private current: { job: Job; started: number; finished: () => void } | undefined;
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
@@ -140,15 +175,16 @@ class Host {
     let ready = false;
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
-        this.lastBytes = message.bytes;
         this.lastEngineBytes = message.engineBytes;
         if (message.type === "ready") {
           // Said once, at start: a host saying it again is resetting the size it is measured from.
           if (ready) return handle.kill("it said it was ready a second time");
           ready = true;
           clearTimeout(startTimer);
-          this.idleBytes = message.bytes;
+          // The idle size is measured here, by the server; the host's own figure only where the system cannot measure.
+          this.idleBytes = this.lastBytes = handle.measure() ?? message.bytes;
           this.idleEngineBytes = message.engineBytes;
+          this.isReady = true;
           if (!this.current) handle.keepAlive(false);
           resolve();
         } else this.onReply(message);
@@ -163,10 +199,49 @@ class Host {
     this.ready.catch(() => {});
   }
 
-  /** Growth since idle as the memory policy reads it: the engine's measure where reported, else RSS. */
-  get grownBytes(): number {
+  /** Growth of the engine's own measure since idle, as the host reports it (a hint; undefined where it reports none). */
+  get engineGrownBytes(): number | undefined {
     if (this.lastEngineBytes !== undefined && this.idleEngineBytes !== undefined) return this.lastEngineBytes - this.idleEngineBytes;
-    return this.lastBytes - this.idleBytes;
+    return undefined;
+  }
+
+  /**
+   * Measures what the host holds (the server's own measure) and acts on it: a running host over its
+   * run's allowance is killed and the run is a MemoryLimitError; an idle host that grew past the
+   * retire bound since its last run (a guest that took the process over and kept allocating) is
+   * killed. Where the system cannot measure, `reported` (the host's own figure) is all there is.
+   * True when it killed the host.
+   */
+  checkMemory(reported?: number): boolean {
+    if (this.dead || !this.isReady) return false;
+    const bytes = reported ?? this.handle.measure();
+    if (bytes === undefined) return false;
+    this.lastBytes = bytes;
+    const grown = bytes - this.idleBytes;
+    const current = this.current;
+    if (current) {
+      const allowed = (this.options.memory.killAboveBytes ?? DEFAULT_KILL_ABOVE)(current.job.limits);
+      if (grown <= allowed) return false;
+      const error = memoryError(current.job.limits);
+      error.message += ` (the ${this.options.label} grew by ${Math.round(grown / MiB)} MiB and was replaced)`;
+      current.job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - current.started });
+      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB`);
+      return true;
+    }
+    if (this.lastLimits && grown > this.retireAbove(this.lastLimits)) {
+      this.retire = true;
+      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB while idle`);
+      return true;
+    }
+    return false;
+  }
+
+  private retireAbove(limits: RunLimits): number {
+    return (this.options.memory.retireAboveBytes ?? DEFAULT_RETIRE_ABOVE)(limits);
+  }
+
+  get busy(): boolean {
+    return this.current !== undefined;
   }
 
   /** Serves one job; resolves when the host is free again (or dead), which may be after the answer. */
@@ -239,15 +314,9 @@ class Host {
     // longer runs our code (each such reply would cost the server a parse and a check, for ever).
     if (!current || current.job.id !== message.id) return this.handle.kill(`it answered run ${message.id}, which it was not running`);
     const { job, started } = current;
-    const grown = message.bytes - this.idleBytes;
     if (message.type === "usage") {
-      const allowed = this.options.memory.killAboveBytes?.(job.limits);
-      if (allowed !== undefined && grown > allowed) {
-        const error = memoryError(job.limits);
-        error.message += ` (the ${this.options.label} grew by ${Math.round(grown / MiB)} MiB and was replaced)`;
-        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - started });
-        this.kill();
-      }
+      // Only where the server cannot measure the host itself is the host's figure used.
+      if (!CAN_MEASURE_PROCESSES) this.checkMemory(message.bytes);
       return;
     }
     if (message.type === "result" && !outputFits(message.result, job.limits)) {
@@ -257,8 +326,13 @@ class Host {
       return;
     }
     this.current = undefined;
+    this.lastLimits = job.limits;
     job.answer(message.type === "result" ? (message.result as RunResult) : errorResult("SandboxError", message.message, performance.now() - started));
-    if (this.grownBytes > this.options.memory.retireAboveBytes(job.limits)) this.retire = true;
+    if (!CAN_MEASURE_PROCESSES) this.lastBytes = message.bytes;
+    // The last measure (at most MEASURE_MS old; the next one, while idle or on the next run, catches the rest).
+    if (this.lastBytes - this.idleBytes > this.retireAbove(job.limits)) this.retire = true;
+    const engineGrown = this.engineGrownBytes;
+    if (engineGrown !== undefined && this.options.memory.engine && engineGrown > this.options.memory.engine.retireAboveBytes(job.limits)) this.retire = true;
     if (message.type === "result" && message.retire) this.retire = true;
     current.finished();
   }
@@ -288,8 +362,11 @@ export class HostPoolSandbox implements Sandbox {
   private readonly all = new Set<Host>();
   private disposed = false;
   private nextId = 1;
+  private measuring: ReturnType<typeof setInterval> | undefined;
   /** Hosts killed or retired so far (watchdog, memory, death, recycling): for tests and metrics. */
   replaced = 0;
+  /** Hosts started so far: for tests, metrics and benchmarks. */
+  started = 0;
 
   constructor(private readonly options: HostPoolOptions) {
     this.kind = options.kind;
@@ -300,10 +377,11 @@ export class HostPoolSandbox implements Sandbox {
     return this.limiter.max;
   }
 
-  /** Starts `count` hosts (default 1, at most maxConcurrency) ahead of the first runs and waits for them. */
+  /** Starts `count` hosts (default 1, at most maxConcurrency; with affinity, also the spare) ahead of the first runs and waits for them. */
   async warm(count = 1): Promise<void> {
     const started: Host[] = [];
-    for (let i = this.all.size; i < Math.min(count, this.limiter.max); i++) started.push(this.startHost());
+    const most = (this.options.affinity ?? "off") === "off" ? this.limiter.max : this.maxHosts;
+    for (let i = this.all.size; i < Math.min(count, most); i++) started.push(this.startHost());
     if (started.length === 0 && this.all.size === 0) started.push(this.startHost());
     try {
       await Promise.all(started.map((h) => h.ready.catch(() => {})));
@@ -339,7 +417,9 @@ export class HostPoolSandbox implements Sandbox {
     const { onStart, ...queueOptions } = options;
     const slot = queued(this.limiter, queueOptions, async () => {
       if (this.disposed) throw new Error("sandbox is disposed");
-      const host = this.acquire(limits, options.queueKey ?? "");
+      const host = await this.acquire(limits, this.ownerOf(options), options.signal);
+      // Gave up while waiting for its client's host.
+      if (!host) return cancelledResult(options.signal, 0);
       try {
         try {
           await host.ready;
@@ -358,8 +438,9 @@ export class HostPoolSandbox implements Sandbox {
   }
 
   /**
-   * Memory held by the live hosts, as each last reported it (RSS of each isolated-vm process; wasm
-   * memory of each QuickJS thread). For metrics and memory budgets.
+   * Memory held by the live hosts: the resident memory of each one's process tree, as the server
+   * last measured it (at most MEASURE_MS ago for a busy host, IDLE_MEASURE_TICKS times that for an
+   * idle one). For metrics and memory budgets.
    */
   memoryBytes(): number {
     let total = 0;
@@ -374,17 +455,48 @@ export class HostPoolSandbox implements Sandbox {
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    clearInterval(this.measuring);
+    this.measuring = undefined;
     this.idle.length = 0;
     for (const host of this.all) host.kill();
     this.all.clear();
+    for (const queue of this.waiting.values()) for (const take of queue) take(undefined);
+    this.waiting.clear();
+  }
+
+  /** Whom a run's host must be dedicated to (affinity), undefined when hosts serve anyone. */
+  private ownerOf(options: RunOptions): string | undefined {
+    const affinity = this.options.affinity ?? "off";
+    if (affinity === "off") return undefined;
+    return affinity === "client" ? (options.client ?? options.queueKey ?? "") : (options.queueKey ?? "");
+  }
+
+  /** Hosts alive at most with affinity: one per slot and a spare started ahead. */
+  private get maxHosts(): number {
+    return this.limiter.max + 1;
+  }
+
+  /** Whether an idle host may serve a run with `limits` (memory a wasm engine took never shrinks); one that may not is killed. */
+  private fits(host: Host, limits: RunLimits | undefined): boolean {
+    const fits = this.options.memory.engine?.fits;
+    const engineGrown = host.engineGrownBytes;
+    if (!limits || !fits || engineGrown === undefined || fits(limits, engineGrown)) return true;
+    this.replaced++;
+    this.all.delete(host);
+    host.kill();
+    return false;
   }
 
   /**
-   * An idle host that can serve `limits` (memory a wasm engine took never shrinks) and, with
-   * affinity, `key` (its own, else a fresh one); else a newly started one.
+   * A host for a run: without affinity (`key` undefined), the most recently used idle one, else a
+   * new one. With affinity, in this order: an idle host of `key`; the spare (a fresh host, kept to
+   * `key` from now on; no new spare is started unless there is room, so taking it stops no one
+   * else's host); when the pool is full and `key` already has a host (busy), that host, once it is
+   * free (waiting for it costs less than a start-up, and stops no other key's host); else a new
+   * host, for which the least recently used idle host of another key is stopped. Undefined when
+   * the run's signal aborted while it waited.
    */
-  private acquire(limits?: RunLimits, key?: string): Host {
-    const affinity = this.options.affinity === true && key !== undefined;
+  private async acquire(limits: RunLimits, key: string | undefined, signal: AbortSignal | undefined): Promise<Host | undefined> {
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const host = this.idle[i]!;
       if (host.dead) {
@@ -392,40 +504,85 @@ export class HostPoolSandbox implements Sandbox {
         this.all.delete(host); // died while idle
         continue;
       }
-      if (affinity && host.key !== key) continue;
+      if (key !== undefined && host.key !== key) continue;
       this.idle.splice(i, 1);
-      if (!limits || !this.options.memory.fits || this.options.memory.fits(limits, host.grownBytes)) return host;
-      this.replaced++;
-      this.all.delete(host);
-      host.kill();
+      if (this.fits(host, limits)) return host;
       break;
     }
-    if (!affinity) return this.startHost();
-    // A fresh host (the spare started ahead, if any), kept to this key from now on.
-    const fresh = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
-    const host = fresh >= 0 ? this.idle.splice(fresh, 1)[0]! : this.startHost();
-    host.key = key;
-    this.makeRoom();
+    if (key === undefined) return this.startHost();
+    const spare = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
+    if (spare >= 0) {
+      const host = this.idle.splice(spare, 1)[0]!;
+      host.key = key;
+      this.keepSpare();
+      return host;
+    }
+    if (this.all.size >= this.maxHosts && this.hasHost(key)) {
+      const host = await this.waitForHostOf(key, signal);
+      if (!host || this.fits(host, limits)) return host;
+    }
+    const host = this.startFor(key);
     this.keepSpare();
     return host;
   }
 
-  /** Affinity: at most maxConcurrency + 1 hosts alive; the least recently used idle ones go first. */
-  private makeRoom(): void {
-    while (this.all.size > this.limiter.max + 1) {
+  /** Whether `key` has a live host (busy: an idle one would have been taken). */
+  private hasHost(key: string): boolean {
+    for (const host of this.all) if (host.key === key && !host.dead && !host.retire) return true;
+    return false;
+  }
+
+  /** Runs waiting for a host of their key to be free, per key, first come first served. */
+  private readonly waiting = new Map<string, ((host: Host | undefined) => void)[]>();
+
+  private waitForHostOf(key: string, signal: AbortSignal | undefined): Promise<Host | undefined> {
+    return new Promise<Host | undefined>((resolve) => {
+      if (signal?.aborted) return resolve(undefined);
+      const queue = this.waiting.get(key) ?? [];
+      this.waiting.set(key, queue);
+      const onAbort = () => {
+        const i = queue.indexOf(take);
+        if (i >= 0) queue.splice(i, 1);
+        if (queue.length === 0 && this.waiting.get(key) === queue) this.waiting.delete(key);
+        resolve(undefined);
+      };
+      const take = (host: Host | undefined) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(host);
+      };
+      queue.push(take);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Hands a host of `key` (or undefined: start one) to the first run waiting for one; false when none waits. */
+  private handOver(key: string, host: Host | undefined): boolean {
+    const queue = this.waiting.get(key);
+    const take = queue?.shift();
+    if (queue && queue.length === 0) this.waiting.delete(key);
+    if (!take) return false;
+    take(host ?? this.startFor(key));
+    return true;
+  }
+
+  /** A new host for `key`, the least recently used idle host of another key stopped to make room. */
+  private startFor(key: string): Host {
+    while (this.all.size >= this.maxHosts) {
       const oldest = this.idle.findIndex((h) => h.key !== undefined);
-      if (oldest < 0) return;
+      if (oldest < 0) break;
       const [host] = this.idle.splice(oldest, 1);
       this.all.delete(host!);
       host!.kill();
     }
+    const host = this.startHost();
+    host.key = key;
+    return host;
   }
 
-  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up. */
+  /** Affinity: one fresh host started ahead, so a new key does not wait for a start-up; only where there is room. */
   private keepSpare(): void {
-    if (this.disposed || this.idle.some((h) => h.key === undefined && !h.dead)) return;
+    if (this.disposed || this.all.size >= this.maxHosts || this.idle.some((h) => h.key === undefined && !h.dead)) return;
     this.idle.unshift(this.startHost());
-    this.makeRoom();
   }
 
   private release(host: Host): void {
@@ -434,15 +591,35 @@ export class HostPoolSandbox implements Sandbox {
       if (!this.disposed && !recycle) this.replaced++;
       this.all.delete(host);
       host.kill();
+      if (this.disposed) return;
       // Replace it right away, so the next run does not pay the start-up.
-      if (this.options.affinity) this.keepSpare();
-      else if (!this.disposed && this.idle.length === 0) this.idle.push(this.startHost());
-    } else this.idle.push(host);
+      if (host.key !== undefined) {
+        if (!this.handOver(host.key, undefined)) this.keepSpare();
+      } else if (this.idle.length === 0) this.idle.push(this.startHost());
+    } else if (host.key === undefined || !this.handOver(host.key, host)) this.idle.push(host);
   }
 
   private startHost(): Host {
+    this.started++;
     const host = new Host(this.options.start(), this.options);
     this.all.add(host);
+    this.measureHosts();
     return host;
+  }
+
+  /**
+   * The server's own watch on what its hosts hold (Host.checkMemory): busy hosts every MEASURE_MS,
+   * idle ones every IDLE_MEASURE_TICKS of those, whether or not the host says anything. Where the
+   * system cannot measure processes the hosts' own reports are used instead (no watch).
+   */
+  private measureHosts(): void {
+    if (this.measuring || !CAN_MEASURE_PROCESSES || this.disposed) return;
+    let tick = 0;
+    this.measuring = setInterval(() => {
+      const idleToo = ++tick % IDLE_MEASURE_TICKS === 0;
+      // Idle: only hosts in the idle list (one just taken from it, about to be sent a run, is neither).
+      for (const host of this.all) if ((host.busy || (idleToo && this.idle.includes(host))) && host.checkMemory()) this.replaced++;
+    }, MEASURE_MS);
+    this.measuring.unref();
   }
 }

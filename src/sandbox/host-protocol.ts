@@ -3,9 +3,10 @@
  * supervises (a confined child process running a sandbox, confine.ts), and the host's side of them.
  * A host serves one run at a time. It reports how much memory it holds (`bytes`: the process's
  * RSS) when ready, with every result and, where its event loop stays free during a run
- * (isolated-vm, Python), every `heartbeatMs` while running, so the pool can kill a host that grows
- * past a run's memory limit and replace one that did not give its memory back. `engineBytes` is
- * the engine's own measure where it has one (a wasm memory), which its pool's policy reads.
+ * (isolated-vm), every `heartbeatMs` while running. These figures are hints: the pool measures
+ * each host's memory itself (process-memory.ts) and uses a host's own `bytes` only where the
+ * system cannot measure (no /proc). `engineBytes` is the engine's own measure where it has one (a
+ * wasm memory), which can make the pool replace a host sooner, never keep it longer.
  *
  * Nothing a host sends is trusted: a host is where model-written code runs, and a guest that
  * escaped its engine writes whatever it likes here. Every reply is framed with a size bound
@@ -15,7 +16,7 @@ import { z } from "zod";
 import type { RunOptions, RunResult, Sandbox } from "./types.ts";
 
 /** Options that cross to a host: limits and inputs only (JSON-safe; no signal, no callbacks). */
-export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey">;
+export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey" | "client">;
 
 export type HostRequest = { type: "run"; id: number; code: string; options: SentOptions } | { type: "cancel"; id: number };
 

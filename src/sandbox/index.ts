@@ -10,6 +10,7 @@
 import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./quickjs.ts";
 import { envVar, isNode } from "./platform.ts";
 import type { RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
+import type { HostAffinity } from "./host-pool.ts";
 
 export { DEFAULT_LIMITS, TRUNCATION_MARKER } from "./types.ts";
 export type { JsonValue, RunError, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
@@ -32,8 +33,8 @@ export interface CreateSandboxOptions {
    * elsewhere). The name is from when these were worker threads.
    */
   quickjsThreads?: boolean;
-  /** Node: dedicate each host process to one queue key (host-pool.ts `affinity`; README "The residual"). */
-  affinity?: boolean;
+  /** Node: whom each host process is dedicated to (host-pool.ts `HostAffinity`; README "The residual"). Default "off". */
+  affinity?: HostAffinity;
 }
 
 /** ENVWORKER_SANDBOX from `env` (default: process.env where there is one), validated; the platform default when unset. */

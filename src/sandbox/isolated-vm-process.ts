@@ -8,19 +8,17 @@
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox } from "./host-pool.ts";
-import type { RunLimits } from "./types.ts";
+import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 
 export interface IsolatedVmProcessSandboxOptions {
   /** Max concurrent runs = max child processes (default: number of CPUs). */
   maxConcurrency?: number;
-  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
-  affinity?: boolean;
+  /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
+  affinity?: HostAffinity;
   /** How the children are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
 
-const MiB = 1024 * 1024;
 /**
  * Past timeoutMs: the child's own watchdog disposes a stuck isolate at +550 ms; this one kills the
  * child when even that did not answer (its event loop blocked, e.g. stripping hostile TypeScript).
@@ -28,14 +26,6 @@ const MiB = 1024 * 1024;
 const WATCHDOG_SLACK_MS = 1500;
 /** The child's own V8 heap (type stripping, messages), not the isolates'. */
 const CHILD_HEAP_MB = 256;
-
-/**
- * RSS a child may gain during a run: the isolate's heap limit (which V8 treats as a guideline for
- * large allocations) twice over, plus room for young generation, code and the run's strings.
- */
-const killAboveBytes = (limits: RunLimits) => 2 * limits.memoryMb * MiB + 96 * MiB;
-/** After a run, a child still holding more than this above its idle RSS is replaced. */
-const retireAboveBytes = (limits: RunLimits) => limits.memoryMb * MiB + 64 * MiB;
 
 export type IsolatedVmProcessSandbox = HostPoolSandbox;
 
@@ -56,7 +46,9 @@ export function createIsolatedVmProcessSandbox(options: IsolatedVmProcessSandbox
     start: () => processHost(ISOLATED_VM_PROFILE, options.confine),
     maxConcurrency: options.maxConcurrency,
     watchdogSlackMs: WATCHDOG_SLACK_MS,
-    memory: { killAboveBytes, retireAboveBytes },
+    // The pool's defaults (host-pool.ts): RSS may grow by 2 × memoryMb + 96 MiB during a run (the
+    // isolate's limit is a guideline for large allocations), memoryMb + 64 MiB kept after it.
+    memory: {},
     cooperativeCancel: true,
     affinity: options.affinity,
   });

@@ -1,15 +1,19 @@
 /**
  * Concurrency cap with fair queueing: at most `max` tasks run at once; the rest wait in one queue
  * per key (an episode, a client), and free slots go to the keys in turn (round-robin), FIFO within
- * a key. One key's backlog of twenty runaway runs then delays another key's single run by at most
+ * a key. Keys may be grouped (an episode's key in its client's group): then the groups take turns
+ * first, and the keys of a group share its turns, so a client's ten episodes together get what
+ * another client's one gets. One key's backlog of twenty runaway runs then delays another key's single run by at most
  * one run per slot, not by the whole backlog. A waiter whose signal aborts leaves the queue at once
  * (its `run` rejects with a CancelledError) and never runs.
  */
-import { FairQueue } from "./fair-queue.ts";
+import { GroupedFairQueue } from "./fair-queue.ts";
 
 export interface QueueOptions {
   /** Queue to wait in (default: the shared unnamed queue). */
   key?: string;
+  /** The group the key belongs to (a client; default: the key is a group of its own). */
+  group?: string;
   /** Aborting it removes the task from the queue; a task already running is told through it. */
   signal?: AbortSignal;
 }
@@ -26,7 +30,7 @@ interface Waiter {
 
 export class Limiter {
   private active = 0;
-  private readonly queue = new FairQueue<Waiter>();
+  private readonly queue = new GroupedFairQueue<Waiter>();
   /** Waiters per signal: one abort listener per signal, however many runs share it (an episode's). */
   private readonly bySignal = new WeakMap<AbortSignal, Set<Waiter>>();
 
@@ -48,7 +52,10 @@ export class Limiter {
     const { signal } = options;
     if (signal?.aborted) throw cancelled(signal);
     if (this.active < this.max && this.queue.size === 0) this.active++;
-    else await this.enqueue(options.key ?? "", signal);
+    else {
+      const key = options.key ?? "";
+      await this.enqueue(options.group ?? key, key, signal);
+    }
     try {
       return await task();
     } finally {
@@ -56,7 +63,7 @@ export class Limiter {
     }
   }
 
-  private enqueue(key: string, signal: AbortSignal | undefined): Promise<void> {
+  private enqueue(group: string, key: string, signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         start: () => {
@@ -64,11 +71,11 @@ export class Limiter {
           resolve();
         },
         cancel: () => {
-          if (!this.queue.remove(key, waiter)) return; // already started
+          if (!this.queue.remove(group, key, waiter)) return; // already started
           reject(cancelled(signal));
         },
       };
-      this.queue.push(key, waiter);
+      this.queue.push(group, key, waiter);
       if (signal) this.watch(signal, waiter);
     });
   }

@@ -56,6 +56,7 @@ export function prepareRun(code: string, options: RunOptions = {}): Preparation 
   const limits = resolveLimits(options);
   if (options.stdin !== undefined && typeof options.stdin !== "string") throw new TypeError("sandbox: stdin must be a string");
   if (options.queueKey !== undefined && typeof options.queueKey !== "string") throw new TypeError("sandbox: queueKey must be a string");
+  if (options.client !== undefined && typeof options.client !== "string") throw new TypeError("sandbox: client must be a string");
   const globals = options.globals ?? {};
   if (typeof globals !== "object" || globals === null || Array.isArray(globals)) throw new TypeError("sandbox: globals must be an object");
   const config: GuestConfig = {
@@ -103,7 +104,7 @@ export function cancelledResult(cause: CancelledError | AbortSignal | undefined,
 
 /** `limiter.run` for a sandbox run: queue under the run's key and signal; a cancelled wait becomes a result. */
 export async function queued(
-  limiter: { run<T>(task: () => Promise<T>, options: { key?: string; signal?: AbortSignal }): Promise<T> },
+  limiter: { run<T>(task: () => Promise<T>, options: { key?: string; group?: string; signal?: AbortSignal }): Promise<T> },
   options: RunOptions,
   task: () => Promise<RunResult>,
 ): Promise<RunResult> {
@@ -113,7 +114,7 @@ export async function queued(
         options.onStart?.();
         return task();
       },
-      { key: options.queueKey, signal: options.signal },
+      { key: options.queueKey, group: options.client, signal: options.signal },
     );
   } catch (err) {
     if (err instanceof CancelledError) return cancelledResult(err);

@@ -30,7 +30,7 @@ import { resolve as resolveModule } from "import-meta-resolve";
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox } from "./host-pool.ts";
+import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 import type { RunOptions } from "./types.ts";
 
 export interface PythonSandboxOptions {
@@ -42,8 +42,8 @@ export interface PythonSandboxOptions {
   recycleAfterRuns?: number;
   /** Replace an interpreter whose memory grew more than this above its start size (default 64 MiB). */
   retainedGrowthMb?: number;
-  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
-  affinity?: boolean;
+  /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
+  affinity?: HostAffinity;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
@@ -100,9 +100,14 @@ export class PythonSandbox extends HostPoolSandbox {
       maxConcurrency: options.maxConcurrency,
       watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
       memory: {
-        retireAboveBytes: () => retainedGrowthBytes,
-        // Memory the interpreter took stays usable by the next run: one grown past a run's limit does not serve it.
-        fits: (limits, grown) => grown <= limits.memoryMb * MiB,
+        // Measured RSS: the interpreter's wasm memory may keep retainedGrowth, its files take up to memoryMb on the JS heap.
+        killAboveBytes: (limits) => 2 * limits.memoryMb * MiB + retainedGrowthBytes + 96 * MiB,
+        retireAboveBytes: (limits) => limits.memoryMb * MiB + retainedGrowthBytes + 64 * MiB,
+        engine: {
+          retireAboveBytes: () => retainedGrowthBytes,
+          // Memory the interpreter took stays usable by the next run: one grown past a run's limit does not serve it.
+          fits: (limits, grown) => grown <= limits.memoryMb * MiB,
+        },
       },
       cooperativeCancel: true,
       recycleAfterRuns: options.recycleAfterRuns ?? 20_000,

@@ -10,15 +10,15 @@
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox } from "./host-pool.ts";
+import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 
 export interface QuickJSProcessSandboxOptions {
   /** Max concurrent runs = max processes (default: number of CPUs). */
   maxConcurrency?: number;
   /** Extra time past timeoutMs before the watchdog kills the process (default 500 ms). */
   watchdogSlackMs?: number;
-  /** Dedicate each host to one queue key (host-pool.ts `affinity`; README.md "The residual"). */
-  affinity?: boolean;
+  /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
+  affinity?: HostAffinity;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
 }
@@ -58,7 +58,8 @@ export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOption
     start: () => processHost(QUICKJS_PROFILE, options.confine),
     maxConcurrency: options.maxConcurrency,
     watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
-    memory: { retireAboveBytes: () => RETIRE_ABOVE_BYTES },
+    // The pool's RSS bounds (host-pool.ts), and the wasm memory the host reports as a hint.
+    memory: { engine: { retireAboveBytes: () => RETIRE_ABOVE_BYTES } },
     cooperativeCancel: false,
     affinity: options.affinity,
   });

@@ -47,6 +47,13 @@ export interface RunOptions extends Partial<RunLimits> {
    */
   queueKey?: string;
   /**
+   * Who the run is for (a client of the server): free slots go to clients in turn first, then to
+   * the client's queue keys in turn, so a client's many episodes share one client's turns. Node
+   * hosts are dedicated to it (the pool's `affinity: "client"`). Default: the queueKey (a client of
+   * its own). Usually set through `scopedSandbox`.
+   */
+  client?: string;
+  /**
    * The caller gave up when this aborts: a queued run leaves the queue, a running one is stopped;
    * either way the run resolves as `ok: false` with error name `CancelledError`.
    */
@@ -90,8 +97,8 @@ export interface Sandbox {
   /** Frees isolates / worker threads / child processes. Runs started afterwards reject. */
   dispose(): Promise<void>;
   /**
-   * Node backends: memory held by the sandbox's threads/processes as they last reported it (RSS of
-   * each isolated-vm process, wasm memory of each QuickJS thread), for memory budgets and metrics.
+   * Node backends: memory held by the sandbox's processes, as the server last measured it (the RSS
+   * of each host's process tree, host-pool.ts; never what a host says), for memory budgets and metrics.
    */
   memoryBytes?(): number;
 }

@@ -13,10 +13,11 @@ export interface ServerConfig {
   /** Concurrent sandbox runs at most (0 = the backend's default: one per CPU). */
   sandboxConcurrency: number;
   /**
-   * Sandbox hosts dedicated to one queue key (an episode; a client on stateless routes), so a guest
-   * that escaped its engine reaches only its own later runs (src/sandbox/README.md "The residual").
+   * Whom a sandbox host (process) is dedicated to (ENVWORKER_SANDBOX_AFFINITY): "client" (default),
+   * so a guest that escaped its engine reaches only its own client's later runs; "episode", only its
+   * own episode's; "off", every later run of its process (src/sandbox/README.md "The residual").
    */
-  sandboxAffinity: boolean;
+  sandboxAffinity: SandboxAffinity;
   /** Bearer token required on every route but /health; unset = open. */
   token: string | undefined;
   /** How long shutdown waits for in-flight requests before closing connections. */
@@ -94,10 +95,14 @@ function seconds(env: Record<string, string | undefined>, name: string, fallback
   return n;
 }
 
-function affinity(raw: string | undefined): boolean {
-  if (raw === undefined || raw === "" || raw === "off") return false;
-  if (raw === "key") return true;
-  throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "key" or "off", got ${JSON.stringify(raw)}`);
+export type SandboxAffinity = "client" | "episode" | "off";
+
+function affinity(raw: string | undefined): SandboxAffinity {
+  if (raw === undefined || raw === "" || raw === "client") return "client";
+  // "key" was the name of "episode" (a host per queue key) when it was the only choice besides off.
+  if (raw === "episode" || raw === "key") return "episode";
+  if (raw === "off") return "off";
+  throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "client", "episode" or "off", got ${JSON.stringify(raw)}`);
 }
 
 export function configFromEnv(env: Record<string, string | undefined>): ServerConfig {

@@ -1,0 +1,77 @@
+/**
+ * The memory a sandbox host really holds, measured by the server itself: the resident memory (RSS)
+ * of the host's whole process tree, read from /proc (Linux). A host's own report of its memory
+ * cannot be the limit: a guest that escaped its engine writes whatever it likes on the host's
+ * channel (host-protocol.ts), "0 bytes" included, while it allocates.
+ *
+ * The tree, not one process: the spawned pid is bubblewrap's when it is used (bwrap → its init in the
+ * new PID namespace → node), and a guest that escaped further could fork. Children are found through
+ * every thread's /proc/<pid>/task/<tid>/children (a child belongs to the thread that forked it).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+/** Whether this system lets the server measure a process (Linux /proc); elsewhere hosts' reports are all there is. */
+export const CAN_MEASURE_PROCESSES = (() => {
+  try {
+    return /^VmRSS:/m.test(readFileSync("/proc/self/status", "utf8"));
+  } catch {
+    return false;
+  }
+})();
+
+/** Processes read at most per walk (a host's own uid may have at most 128: confine.ts). */
+const MAX_PROCESSES = 1024;
+
+/** Resident bytes of one process (0 for a zombie, which holds none), undefined when it is gone. */
+function rssOf(pid: number): number | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "latin1");
+  } catch {
+    return undefined;
+  }
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(status);
+  return kb ? Number(kb[1]) * 1024 : 0;
+}
+
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return children;
+  }
+  for (const tid of tasks) {
+    let list: string;
+    try {
+      list = readFileSync(`/proc/${pid}/task/${tid}/children`, "latin1");
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    for (const child of list.split(" ")) if (child.trim()) children.push(Number(child));
+  }
+  return children;
+}
+
+/**
+ * RSS of `pid` and every process below it, in bytes; undefined when `pid` is gone or this system
+ * cannot tell (no /proc). Pages shared between the processes (libraries) are counted in each: an
+ * upper bound, as a limit wants.
+ */
+export function processTreeRss(pid: number): number | undefined {
+  if (!CAN_MEASURE_PROCESSES) return undefined;
+  const own = rssOf(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  const seen = new Set<number>([pid]);
+  const pending = childrenOf(pid);
+  while (pending.length > 0 && seen.size < MAX_PROCESSES) {
+    const child = pending.pop()!;
+    if (seen.has(child)) continue;
+    seen.add(child);
+    total += rssOf(child) ?? 0;
+    pending.push(...childrenOf(child));
+  }
+  return total;
+}

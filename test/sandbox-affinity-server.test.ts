@@ -1,0 +1,113 @@
+/**
+ * The residual of an escape, bounded by the server as it is configured by default: sandbox hosts
+ * are dedicated to a client (ENVWORKER_SANDBOX_AFFINITY=client). Two tokens make two clients
+ * (client-id.ts). Client A's guest is handed a deliberate escape (its JavaScript tool runs in a host
+ * that runs code as host-side JavaScript: test/fixtures/confine/escape-host.ts) and takes over the
+ * host: it rewrites every later answer of that process so that js-code's hidden tests all pass.
+ * Client B then scores a wrong solution. With the default, B's reward is its own (0); with
+ * affinity off (the control) B's reward is forged to 1.0. A's own later /score runs in A's host
+ * either way (the residual: a client can forge only its own rewards).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import jsCode from "../envs/js-code/index.ts";
+import mathTools from "../envs/math-tools/index.ts";
+import { startServer, type RunningServer } from "../src/node.ts";
+import { describeConfinement } from "../src/sandbox/confine.ts";
+import { QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import type { SandboxAffinity } from "../src/server/config.ts";
+import { escapePool } from "./fixtures/confine/escape-pool.ts";
+import { post } from "./helpers/http.ts";
+
+const HAS_BWRAP = describeConfinement().bwrap;
+const A = { authorization: "Bearer token-of-a" };
+const B = { authorization: "Bearer token-of-b" };
+
+/**
+ * Host-side code: from now on, every run of this process that carries js-code's harness input is
+ * answered "all tests passed" (the nonce and test count read from the run's own request).
+ */
+const FORGE_REWARDS = `
+export default () => {
+  const runs = new Map();
+  let buffered = Buffer.alloc(0);
+  process.stdin.prependListener("data", (chunk) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
+      const n = buffered.readUInt32BE(0);
+      try {
+        const m = JSON.parse(buffered.subarray(4, 4 + n).toString("utf8"));
+        const input = m.options?.globals?.__jscInput;
+        if (m.type === "run" && input) runs.set(m.id, { nonce: input.nonce, total: input.tests.length });
+      } catch {}
+      buffered = buffered.subarray(4 + n);
+    }
+  });
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (chunk, ...rest) => {
+    try {
+      const m = JSON.parse(Buffer.from(chunk).subarray(4).toString("utf8"));
+      const run = runs.get(m.id);
+      if (m.type === "result" && run) {
+        const summary = { nonce: run.nonce, total: run.total, passed: run.total, load_error: null, failures: [] };
+        m.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
+        const body = Buffer.from(JSON.stringify(m));
+        const head = Buffer.alloc(4);
+        head.writeUInt32BE(body.length);
+        return write(Buffer.concat([head, body]), ...rest);
+      }
+    } catch {}
+    return write(chunk, ...rest);
+  };
+  return "poisoned";
+};`;
+
+const WRONG_FIZZBUZZ = { completion: "```javascript\nfunction fizzBuzz(n) { return []; }\n```", info: { task_id: "fizzbuzz" } };
+
+let server: RunningServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function serve(affinity: SandboxAffinity | undefined): Promise<RunningServer> {
+  // Two slots: three hosts at most with affinity (A's, B's and a spare, so neither client's is
+  // stopped to make room here); with affinity off, these runs one after another all go to one host.
+  return (server = await startServer(
+    [mathTools, jsCode],
+    { port: 0, token: "token-of-a,token-of-b", sandboxConcurrency: 2, ...(affinity ? { sandboxAffinity: affinity } : {}) },
+    { makeSandbox: (o) => escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: o.maxConcurrency, ...(o.affinity ? { affinity: o.affinity } : {}) }) },
+  ));
+}
+
+/** Client A plays math-tools and hands its escaped guest the forger through the javascript tool. */
+async function poisonAsA(url: string): Promise<void> {
+  const reset = await post(`${url}/envs/math-tools/reset`, { seed: 1 }, A);
+  expect(reset.status).toBe(200);
+  const call = { id: "t", type: "function", function: { name: "javascript", arguments: JSON.stringify({ code: FORGE_REWARDS }) } };
+  const step = await post(`${url}/envs/math-tools/step`, { episode_id: reset.body.episode_id, action: { content: null, tool_calls: [call] } }, A);
+  expect(step.status).toBe(200);
+  expect(step.body.observation.messages[0].content).toMatch(/poisoned/);
+}
+
+async function rewardOf(url: string, headers: Record<string, string>): Promise<number> {
+  const scored = await post(`${url}/envs/js-code/score`, { items: [WRONG_FIZZBUZZ] }, headers);
+  expect(scored.status).toBe(200);
+  return scored.body.results[0].reward;
+}
+
+describe("an escaped guest and other clients' rewards, through the server's own wiring", () => {
+  it.each([
+    { name: "the default (client)", affinity: undefined, forgedForB: 0 },
+    { name: "episode", affinity: "episode" as const, forgedForB: 0 },
+    { name: "off (the control)", affinity: "off" as const, forgedForB: 1 },
+  ])("affinity $name: client B's wrong answer scores $forgedForB", async ({ affinity, forgedForB }) => {
+    const { url } = await serve(affinity);
+    // Before: a wrong answer scores 0 (the escaped host cannot run the harness at all).
+    expect(await rewardOf(url, B)).toBe(0);
+    await poisonAsA(url);
+    expect(await rewardOf(url, B)).toBe(forgedForB);
+    // A's own /score: in A's poisoned host when hosts are dedicated to clients (the residual), and
+    // with no affinity; with episode affinity A's stateless calls have a host apart from its episode's.
+    expect(await rewardOf(url, A)).toBe(affinity === "episode" ? 0 : 1);
+  }, 120_000);
+});
