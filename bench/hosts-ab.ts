@@ -4,8 +4,9 @@
  * 2-core machine the figures of back-to-back runs differ more than the change being measured).
  * Prints runs/s and CPU per run (this process plus every process below it, from /proc) of each,
  * and where that CPU went, per thread (/proc/<pid>/task): this process's main thread (the server's
- * side of every run), the engine threads the old tree starts in this process, the hosts' main
- * threads, and every other thread (V8's compiler and GC helpers, timers).
+ * side of every run), the engine threads the old tree starts in this process (those its warm()
+ * starts; threads started later count as other threads), the hosts' main threads, and every other
+ * thread (V8's compiler and GC helpers, timers).
  *
  *   git archive 0a84d36 | tar -x -C /tmp/old && ln -s "$PWD/node_modules" /tmp/old/node_modules
  *   node --no-node-snapshot --import tsx bench/hosts-ab.ts /tmp/old python 2 [warm-up runs, default 100]
