@@ -29,6 +29,7 @@ import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
+import { RUN_DELAY_FILE } from "./run-delay.ts";
 
 export interface ConfinementProfile {
   /** Names the bundle (one per profile and server process). */
@@ -79,8 +80,6 @@ export const HOST_UID_BASE = 61_000;
 const HOST_UIDS = 1000;
 /** RLIMIT_NPROC: threads count against it (Node: main, libuv, V8 platform; isolated-vm's own). */
 const MAX_PROCESSES = 128;
-/** Niceness of the hosts (the server's + 10), like the threads that run environment code. */
-const HOST_NICENESS = 10;
 
 let nextUid = 0;
 /** Uids of hosts alive now: a uid goes to one live host at a time (hosts with one can signal each other without bubblewrap). */
@@ -110,15 +109,14 @@ function which(name: string): string | undefined {
   return undefined;
 }
 
-type Tools = { bwrap?: string; bwrapMissing?: string; prlimit?: string; nice?: string };
+type Tools = { bwrap?: string; bwrapMissing?: string; prlimit?: string };
 let probed: Tools | undefined;
 
-/** bubblewrap, prlimit and nice, looked up once; bubblewrap is tried once (user namespaces may be off). */
+/** bubblewrap and prlimit, looked up once; bubblewrap is tried once (user namespaces may be off). */
 function tools(): Tools {
   if (probed) return probed;
   const bwrap = which("bwrap");
   const prlimit = which("prlimit");
-  const nice = which("nice");
   let bwrapMissing: string | undefined;
   if (!bwrap) bwrapMissing = "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)";
   else {
@@ -127,7 +125,7 @@ function tools(): Tools {
     const probe = spawnSync(bwrap, args, { env: {}, stdio: ["ignore", "ignore", "pipe"], timeout: 10_000, ...uid });
     if (probe.status !== 0) bwrapMissing = `bwrap failed: ${probe.stderr?.toString().trim().slice(0, 200) || probe.error?.message || `exit ${probe.status}`}`;
   }
-  probed = { ...(bwrap && !bwrapMissing ? { bwrap } : {}), ...(bwrapMissing ? { bwrapMissing } : {}), ...(prlimit ? { prlimit } : {}), ...(nice ? { nice } : {}) };
+  probed = { ...(bwrap && !bwrapMissing ? { bwrap } : {}), ...(bwrapMissing ? { bwrapMissing } : {}), ...(prlimit ? { prlimit } : {}) };
   return probed;
 }
 
@@ -320,6 +318,8 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
     process.execPath,
     "--experimental-permission",
     ...made.readable.map((dir) => `--allow-fs-read=${dir}`),
+    // The host's own thread's wait for a CPU: runs are timed on the run clock (run-delay.ts).
+    `--allow-fs-read=${RUN_DELAY_FILE}`,
     ...(profile.addons ? ["--allow-addons"] : []),
     ...(profile.workers ? ["--allow-worker"] : []),
     ...(profile.noEval ? ["--disallow-code-generation-from-strings"] : []),
@@ -343,10 +343,12 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
       ]
     : [];
   const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(made.readable, uid)] : [];
-  // Below the server in CPU priority (as environment threads are): a guest that spins must not slow
-  // the process that serves I/O. Set before bubblewrap forks, so every process of the host has it.
-  const lower = t.nice ? [t.nice, "-n", String(HOST_NICENESS)] : [];
-  const [command, ...rest] = [...limits, ...lower, ...sandbox, ...node];
+  // Hosts run at the server's own CPU priority. They ran at niceness +10 for a while: on a busy
+  // machine (anything else at the default priority: a trainer, a second test run) that starved
+  // them ~10x (a Python host did not start within 60 s beside 6 busy loops on 2 cores), while the
+  // server stayed as responsive without it (test/hostile-code.test.ts: slowest probe 311 ms at load
+  // ~10 with hosts at +0). A waking server is scheduled promptly by CFS either way.
+  const [command, ...rest] = [...limits, ...sandbox, ...node];
   const child = spawn(command!, rest, {
     env: {},
     cwd: "/",

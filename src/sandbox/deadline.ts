@@ -28,6 +28,8 @@ export interface DeadlineOptions {
   callsPerMs?: number;
   /** Monotonic-ish clock in ms; injectable so tests can freeze it like Workers do. */
   now?: () => number;
+  /** "clock" only: the thread's wait for a CPU (run-delay.ts); the limit is then on the run clock. */
+  delay?: DelayProbe;
 }
 
 export interface Deadline {
@@ -46,6 +48,8 @@ export function defaultClock(): () => number {
 export function createDeadline(options: DeadlineOptions): Deadline {
   const now = options.now ?? defaultClock();
   const endsAt = now() + options.timeoutMs;
+  const onRunClock = options.delay && options.strategy === "clock" ? runDeadline(options.timeoutMs, options.delay, now) : undefined;
+  const clockPassed = onRunClock ? () => onRunClock.expired() : () => now() >= endsAt;
   const callsPerMs = options.callsPerMs ?? DEFAULT_CALLS_PER_MS;
   if (!(callsPerMs > 0)) throw new RangeError(`callsPerMs must be > 0, got ${callsPerMs}`);
   // At least one call: a budget of 0 would stop code that never loops, which cannot run away.
@@ -55,7 +59,7 @@ export function createDeadline(options: DeadlineOptions): Deadline {
   return {
     shouldInterrupt() {
       calls++;
-      if (!expired && (calls > budget || now() >= endsAt)) expired = true;
+      if (!expired && (calls > budget || clockPassed())) expired = true;
       return expired;
     },
     get expired() {
@@ -64,5 +68,54 @@ export function createDeadline(options: DeadlineOptions): Deadline {
     get calls() {
       return calls;
     },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run clock (Node): wall time minus time spent waiting for a CPU. Why, and the probe: run-delay.ts.
+
+/** How far a run's wall time may stretch past its limit: 10× the limit plus 30 s. */
+export function stretchCapMs(timeoutMs: number): number {
+  return timeoutMs * 10 + 30_000;
+}
+
+/** Milliseconds the probed thread has waited for a CPU so far (monotonic); 0 when unknown. */
+export interface DelayProbe {
+  (): number;
+  close(): void;
+}
+
+/**
+ * A deadline on the run clock: `expired()` is true once `timeoutMs` of wall time minus waiting
+ * for a CPU have passed since it was made, or the wall time reached the stretch cap. The probe is
+ * read at the start and then only when the wall clock says the limit has passed.
+ */
+export interface RunDeadline {
+  expired(): boolean;
+  /** Milliseconds until the limit could next be reached (0 when expired): when to check again. */
+  remainingMs(): number;
+  /** Time on the run clock so far. */
+  elapsedMs(): number;
+}
+
+export function runDeadline(timeoutMs: number, probe: DelayProbe, now: () => number = () => performance.now(), startedAt = now()): RunDeadline {
+  const delay0 = probe();
+  const cap = startedAt + stretchCapMs(timeoutMs);
+  let endsAt = startedAt + timeoutMs;
+  let done = false;
+  const check = () => {
+    if (done) return 0;
+    const t = now();
+    if (t < endsAt) return endsAt - t;
+    // The wall clock says the limit passed: push the end back by the time spent waiting for a CPU.
+    endsAt = Math.min(cap, startedAt + timeoutMs + (probe() - delay0));
+    if (t < endsAt) return endsAt - t;
+    done = true;
+    return 0;
+  };
+  return {
+    expired: () => check() === 0,
+    remainingMs: check,
+    elapsedMs: () => Math.max(0, now() - startedAt - (probe() - delay0)),
   };
 }

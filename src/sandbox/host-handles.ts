@@ -7,6 +7,8 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
+import { delayProbe, leafProcess } from "./run-delay.ts";
+import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
 
 /** How a host ended: what the pool needs to explain it to the run it was serving. */
@@ -31,6 +33,11 @@ export interface HostHandle {
   setMaxReplyBytes(bytes: number): void;
   /** The process, once started (tests: its pid and uid). */
   readonly started: Promise<ConfinedProcess>;
+  /**
+   * How long the host's engine process has waited for a CPU (its main thread, ms; run-delay.ts),
+   * measured by the server from /proc: the pool's watchdog times runs on the run clock with it.
+   */
+  waitedMs?(): number;
 }
 
 /** V8's last words when it aborts for lack of memory (stderr of a process that died of it). */
@@ -84,6 +91,13 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     if (!child) return;
     for (const handle of [child, child.stdin, child.stdout, child.stderr] as Refable[]) handle?.[on ? "ref" : "unref"]?.();
   };
+  // Opened on first use: by then the engine's process exists below prlimit and bubblewrap.
+  let waited: DelayProbe | undefined;
+  const waitedMs = () => {
+    if (!child?.pid) return 0;
+    waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
+    return waited();
+  };
   const started = launchConfined(profile, options, args).then((confined) => {
     child = confined.child;
     if (killed) child.kill("SIGKILL");
@@ -98,6 +112,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     child.stdin?.on("error", () => {});
     // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
     child.on("close", (code, signal) => {
+      waited?.close();
       const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
       const last = line.replace(/^[#\s]+/, "").trim();
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -124,6 +139,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       maxReplyBytes = bytes;
     },
     started,
+    waitedMs,
   };
 }
 

@@ -24,11 +24,22 @@ import type { HostReply, SentOptions } from "./host-protocol.ts";
 import { Limiter } from "./limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued } from "./options.ts";
 import { memoryError, timeoutError } from "./report.ts";
+import { stretchCapMs } from "./deadline.ts";
 import { TRUNCATION_MARKER, type JsonValue, type RunLimits, type RunOptions, type RunResult, type Sandbox, type SandboxKind } from "./types.ts";
 
 const MiB = 1024 * 1024;
 /** Longest a thread/process may take to start (load the engine, warm it) before it is killed. */
 const START_TIMEOUT_MS = 60_000;
+
+/**
+ * Milliseconds until a limit of `limitMs` on the run clock is reached (0: reached), for something
+ * started at `started` (performance.now()) whose host had waited `waited0` ms for a CPU then and
+ * `waited` now; never past the stretch cap (deadline.ts).
+ */
+function onRunClock(limitMs: number, started: number, waited0: number, waited: number): number {
+  const endsAt = started + Math.min(stretchCapMs(limitMs), limitMs + Math.max(0, waited - waited0));
+  return Math.max(0, endsAt - performance.now());
+}
 
 export interface MemoryPolicy {
   /** How far a host's RSS may grow past its idle size while running before it is killed (undefined: not watched). */
@@ -115,9 +126,17 @@ class Host {
   ) {
     // Keep the server's process alive while a host starts or serves a run, not while it idles.
     handle.keepAlive(true);
-    // A host that never says it is ready (stuck loading) is not waited for forever.
-    const startTimer = setTimeout(() => handle.kill(), START_TIMEOUT_MS);
-    startTimer.unref();
+    // A host that never says it is ready (stuck loading) is not waited for forever; on the run clock
+    // (run-delay.ts), so a host starting on a busy machine, below the server's priority, is not
+    // killed for the time it waited for a CPU.
+    const spawned = performance.now();
+    let startTimer: ReturnType<typeof setTimeout>;
+    const checkStart = () => {
+      const due = onRunClock(START_TIMEOUT_MS, spawned, 0, handle.waitedMs?.() ?? 0);
+      if (due > 0) startTimer = setTimeout(checkStart, due).unref();
+      else handle.kill();
+    };
+    startTimer = setTimeout(checkStart, START_TIMEOUT_MS).unref();
     let ready = false;
     this.ready = new Promise<void>((resolve, reject) => {
       handle.onMessage((message: HostReply) => {
@@ -169,13 +188,23 @@ class Host {
       this.current = { job, started, finished };
       this.handle.keepAlive(true);
       const { timeoutMs } = job.limits;
-      const watchdog = setTimeout(() => {
+      // On the run clock (run-delay.ts): the time the host waited for a CPU is not the run's.
+      const waited0 = this.handle.waitedMs?.() ?? 0;
+      const limitMs = timeoutMs + this.options.watchdogSlackMs;
+      const checkRun = () => {
         if (this.current?.job !== job) return;
+        const waited = this.handle.waitedMs?.() ?? 0;
+        const due = onRunClock(limitMs, started, waited0, waited);
+        if (due > 0) {
+          watchdog = setTimeout(checkRun, due);
+          return;
+        }
         const error = timeoutError({ timeoutMs });
         error.message += ` (stopped by the watchdog: the ${this.options.label} was replaced, output lost)`;
-        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - started });
+        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - started - (waited - waited0) });
         this.kill();
-      }, timeoutMs + this.options.watchdogSlackMs);
+      };
+      let watchdog = setTimeout(checkRun, limitMs);
       const onAbort = () => {
         if (this.current?.job !== job) return;
         job.answer(cancelledResult(job.signal, performance.now() - started));

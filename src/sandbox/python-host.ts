@@ -15,28 +15,34 @@
  * no usage heartbeat; the interpreter's memory is bounded by the refused wasm growth, the process's
  * heap and address-space limits.
  */
+import { openSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import { childPort } from "./host-channel.ts";
 import type { HostRequest } from "./host-protocol.ts";
 import { link, onInterpreterAnswer, request } from "./python-link.ts";
 import { resolveLimits } from "./options.ts";
 import { timeoutError } from "./report.ts";
+import { delayProbe, RUN_DELAY_FILE } from "./run-delay.ts";
 import type { PythonWorkerMessage } from "./python-worker.ts";
 import "./python-worker.ts";
 
 const port = childPort();
-const control = new Int32Array(new SharedArrayBuffer(16));
+const control = new Int32Array(new SharedArrayBuffer(24));
+// The interpreter's (this thread's) wait for a CPU: the timer reads it through this descriptor at a
+// deadline, and gives back to the run what it waited (run-delay.ts).
+const delayFd = openSync(RUN_DELAY_FILE, "r");
+const waited = delayProbe(delayFd);
 // Deadlines are ms since this origin, on a clock both threads share.
 const origin = Math.floor(performance.timeOrigin);
 const now = () => Math.floor(performance.timeOrigin + performance.now() - origin);
 // The host always runs bundled (confine.ts): the timer is the sibling entry of the same bundle.
 const timerEntry = new URL("./python-timer.mjs", import.meta.url);
-const timer = new Worker(timerEntry, { workerData: { control: control.buffer, interrupt: link.interrupt.buffer, origin }, resourceLimits: { maxOldGenerationSizeMb: 16 } });
+const timer = new Worker(timerEntry, { workerData: { control: control.buffer, interrupt: link.interrupt.buffer, origin, delayFd }, resourceLimits: { maxOldGenerationSizeMb: 16 } });
 timer.unref();
 timer.on("error", () => process.exit(1));
 
 let heapBytes = 0;
-let current: { id: number; timeoutMs: number } | undefined;
+let current: { id: number; timeoutMs: number; waited0: number } | undefined;
 let fatal = false;
 
 onInterpreterAnswer((message: PythonWorkerMessage) => {
@@ -53,7 +59,9 @@ onInterpreterAnswer((message: PythonWorkerMessage) => {
   if (message.fatal) fatal = true;
   // This side's knowledge wins: a run it had to interrupt timed out, whatever it answered.
   const interrupted = Atomics.load(control, 2) === run.id;
-  const result = interrupted ? { ...message.result, ok: false, result: null, error: timeoutError({ timeoutMs: run.timeoutMs }) } : message.result;
+  // elapsedMs on the run clock: without the time the interpreter waited for a CPU.
+  const elapsedMs = Math.max(0, message.result.elapsedMs - (waited() - run.waited0));
+  const result = interrupted ? { ...message.result, elapsedMs, ok: false, result: null, error: timeoutError({ timeoutMs: run.timeoutMs }) } : { ...message.result, elapsedMs };
   port.post({ type: "result", id: run.id, result, bytes: process.memoryUsage.rss(), engineBytes: heapBytes, ...(fatal ? { retire: true } : {}) });
 });
 
@@ -66,8 +74,11 @@ port.onMessage((message: HostRequest) => {
     return;
   }
   const limits = resolveLimits(options);
-  current = { id, timeoutMs: limits.timeoutMs };
+  const waited0 = waited();
+  current = { id, timeoutMs: limits.timeoutMs, waited0 };
   const deadline = now() + limits.timeoutMs;
+  Atomics.store(control, 4, Math.floor(waited0));
+  Atomics.store(control, 5, limits.timeoutMs);
   Atomics.store(control, 1, deadline);
   Atomics.store(control, 0, id);
   // Wake the timer only if it is idle or would wake after this deadline (python-timer.ts).

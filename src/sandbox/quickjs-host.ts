@@ -9,9 +9,12 @@
 import { childPort } from "./host-channel.ts";
 import { serveRuns } from "./host-protocol.ts";
 import { createQuickJSSandbox } from "./quickjs.ts";
+import { delayProbe } from "./run-delay.ts";
 
 const port = childPort();
-const sandbox = createQuickJSSandbox({ deadline: "clock" });
+// Runs are timed on the run clock: a host below the server's priority on a busy machine waits for
+// a CPU, and that wait is not the guest's (run-delay.ts).
+const sandbox = createQuickJSSandbox({ deadline: "clock", delay: delayProbe("/proc/thread-self/schedstat") });
 await sandbox.warm();
 
 serveRuns(port, sandbox, { usage: () => process.memoryUsage.rss(), engineUsage: () => sandbox.memoryBytes() });

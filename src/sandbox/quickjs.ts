@@ -23,7 +23,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { createDeadline, defaultClock, type Deadline, type DeadlineStrategy } from "./deadline.ts";
+import { createDeadline, defaultClock, type Deadline, type DeadlineStrategy, type DelayProbe } from "./deadline.ts";
 import { GUEST_PRELUDE, lastExpressionCandidates, wrapAsync } from "./guest.ts";
 import { Limiter } from "./limiter.ts";
 import { errorResult, prepareRun, queued, type PreparedRun } from "./options.ts";
@@ -44,6 +44,12 @@ export interface QuickJSSandboxOptions {
   interruptCallsPerMs?: number;
   /** Clock used for deadlines and elapsedMs (tests freeze it to play Workers). */
   now?: () => number;
+  /**
+   * "clock": this thread's wait for a CPU (run-delay.ts `delayProbe`), so that the limit and
+   * elapsedMs are on the run clock (time running, not time waiting for a CPU on a busy machine).
+   * The confined QuickJS host passes one; in-process QuickJS shares its thread with its caller.
+   */
+  delay?: DelayProbe;
   /** Runs are synchronous, so more than one at a time only queues; kept for symmetry (default 1). */
   maxConcurrency?: number;
 }
@@ -132,7 +138,7 @@ export class QuickJSSandbox implements Sandbox {
       const started = this.now();
       try {
         this.growRefused = false;
-        const { result, healthy } = runInFreshRuntime(module, prepared.run, this.strategy, this.options.interruptCallsPerMs, this.now);
+        const { result, healthy } = runInFreshRuntime(module, prepared.run, { strategy: this.strategy, callsPerMs: this.options.interruptCallsPerMs, now: this.now, delay: this.options.delay });
         if (!healthy) this.dropModule();
         // Out of wasm memory, QuickJS often cannot even build its out-of-memory error: the run
         // ends as "Uncaught null". The refused growth says what it was.
@@ -214,15 +220,9 @@ export function createQuickJSSandbox(options: QuickJSSandboxOptions = {}): Quick
  * anything: typically the host's own stack overflowed inside QuickJS (deeply nested source), which
  * leaves QuickJS half-way through and the instance unusable.
  */
-function runInFreshRuntime(
-  module: QuickJSWASMModule,
-  prep: PreparedRun,
-  strategy: DeadlineStrategy,
-  callsPerMs: number | undefined,
-  now: () => number,
-): { result: RunResult; healthy: boolean } {
+function runInFreshRuntime(module: QuickJSWASMModule, prep: PreparedRun, clock: RunClock): { result: RunResult; healthy: boolean } {
   const rt = module.newRuntime();
-  const result = runInRuntime(rt, prep, strategy, callsPerMs, now);
+  const result = runInRuntime(rt, prep, clock);
   try {
     rt.dispose();
     return { result, healthy: true };
@@ -231,12 +231,22 @@ function runInFreshRuntime(
   }
 }
 
+/** How a run is timed (see deadline.ts). */
+interface RunClock {
+  strategy: DeadlineStrategy;
+  callsPerMs: number | undefined;
+  now: () => number;
+  delay: DelayProbe | undefined;
+}
+
 /** Handles are freed on the way out only when nothing threw (see runInFreshRuntime). */
-function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, strategy: DeadlineStrategy, callsPerMs: number | undefined, now: () => number): RunResult {
+function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, { strategy, callsPerMs, now, delay }: RunClock): RunResult {
   const { limits } = prep;
   const started = now() - prep.spentMs;
-  const newDeadline = (timeoutMs: number): Deadline => createDeadline({ strategy, timeoutMs, callsPerMs, now });
-  let deadline = newDeadline(Math.max(1, limits.timeoutMs - prep.spentMs));
+  const waited0 = delay?.() ?? 0;
+  const newDeadline = (timeoutMs: number, onRunClock: boolean): Deadline =>
+    createDeadline({ strategy, timeoutMs, callsPerMs, now, ...(onRunClock && delay ? { delay } : {}) });
+  let deadline = newDeadline(Math.max(1, limits.timeoutMs - prep.spentMs), true);
 
   rt.setMemoryLimit(limits.memoryMb * MiB);
   rt.setMaxStackSize(limits.stackKb * 1024);
@@ -269,7 +279,7 @@ function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, strategy: DeadlineS
 
   // Report phase: a short grace period and a little memory headroom, so a run that ended at a
   // limit can still hand over its output.
-  deadline = newDeadline(REPORT_GRACE_MS);
+  deadline = newDeadline(REPORT_GRACE_MS, false);
   rt.setMemoryLimit(limits.memoryMb * MiB + REPORT_HEADROOM_BYTES);
   if (escaped) {
     if (!timedOut) call("fail", escaped).dispose();
@@ -282,7 +292,8 @@ function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, strategy: DeadlineS
     if (ctx.typeof(reported.value) === "string") text = ctx.getString(reported.value);
     reported.value.dispose();
   }
-  const result = toRunResult(text, { limits, elapsedMs: now() - started, timedOut });
+  const elapsedMs = now() - started - ((delay?.() ?? 0) - waited0);
+  const result = toRunResult(text, { limits, elapsedMs, timedOut });
   ctl.dispose();
   ctx.dispose();
   return result;

@@ -1,0 +1,90 @@
+/**
+ * The clock a run's time limit is measured on (Node, Linux): wall time minus the time the run's
+ * thread spent runnable but waiting for a CPU (the scheduler's `run_delay`, second field of
+ * /proc/<pid>/schedstat).
+ *
+ * Why: on a busy machine (a trainer's own processes beside the server, a second test run) a host
+ * waits for a CPU much of the time, and a wall-clock limit then ends correct programs as
+ * TimeoutError, or a memory bomb as a timeout instead of out-of-memory: rewards that depend on the
+ * machine's load, not on the program. On this clock a run gets its time limit of running (or of
+ * blocking by itself: a guest waiting on nothing still times out on time), whatever the load.
+ * Used by the Python host's timer (python-timer.ts), the QuickJS host's deadline (deadline.ts)
+ * and the pool's watchdog and start-up limit (host-pool.ts, reading the host's main thread from
+ * the server). isolated-vm's own time limit is its wall clock (it cannot be moved once set).
+ *
+ * Bounded: a run's wall time may stretch to at most `stretchCapMs(timeoutMs)` (deadline.ts), so a
+ * machine too busy to give a run its time still ends it, and slots are not held without end.
+ *
+ * Where /proc/<pid>/schedstat cannot be read (not Linux, a kernel without schedstats), the probe
+ * reads 0 and the clock is the wall clock, as before.
+ */
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import type { DelayProbe } from "./deadline.ts";
+
+const NO_DELAY: DelayProbe = Object.assign(() => 0, { close() {} });
+
+/** The calling thread's scheduler statistics: what a confined host may read (confine.ts). */
+export const RUN_DELAY_FILE = "/proc/thread-self/schedstat";
+
+/**
+ * A probe of one thread's run delay: a path (`RUN_DELAY_FILE`: the calling thread;
+ * `/proc/<pid>/schedstat`: that process's main thread) or a descriptor of such a file opened by
+ * the thread to probe (another thread of the process reads it so). The file stays open and is
+ * re-read at offset 0 (~3.5 µs a read).
+ */
+export function delayProbe(file: string | number = RUN_DELAY_FILE): DelayProbe {
+  let fd: number;
+  try {
+    fd = typeof file === "number" ? file : openSync(file, "r");
+  } catch {
+    return NO_DELAY;
+  }
+  const buf = Buffer.alloc(96);
+  let last = 0;
+  let open = true;
+  const probe = () => {
+    if (!open) return last;
+    try {
+      const n = readSync(fd, buf, 0, buf.length, 0);
+      const text = buf.toString("latin1", 0, n);
+      const first = text.indexOf(" ");
+      const ns = Number(text.slice(first + 1, text.indexOf(" ", first + 1)));
+      if (Number.isFinite(ns)) last = Math.max(last, ns / 1e6);
+    } catch {
+      // The process is gone: its delay stays what it was.
+    }
+    return last;
+  };
+  return Object.assign(probe, {
+    close() {
+      if (!open) return;
+      open = false;
+      try {
+        closeSync(fd);
+      } catch {
+        // Already closed.
+      }
+    },
+  });
+}
+
+
+/**
+ * The engine's process of a confined host: the end of the chain of first children below the pid
+ * the server spawned (prlimit execs in place; bubblewrap forks its namespace's init, which
+ * forks node; node starts no process).
+ */
+export function leafProcess(pid: number): number {
+  let at = pid;
+  for (let depth = 0; depth < 8; depth++) {
+    let children: string;
+    try {
+      children = readFileSync(`/proc/${at}/task/${at}/children`, "latin1").trim();
+    } catch {
+      return at;
+    }
+    if (!children) return at;
+    at = Number(children.split(" ")[0]);
+  }
+  return at;
+}
