@@ -77,24 +77,24 @@ describe("envworker command", { timeout: 120_000 }, () => {
   });
 
   it("validates every environment with the checks of openenv validate", () => {
-    const ok = spawnSync(process.execPath, [BIN, "validate"], { encoding: "utf8" });
+    const ok = spawnSync(process.execPath, [BIN, "validate"], { encoding: "utf8", timeout: 120_000 });
     expect(ok.status).toBe(0);
     expect(ok.stdout).toMatch(/^PASS reverse-text$/m);
     expect(ok.stdout).toMatch(/^PASS js-code$/m);
     expect(ok.stdout).not.toMatch(/FAIL/);
-    const bad = spawnSync(process.execPath, [BIN, "validate", "nope"], { encoding: "utf8" });
+    const bad = spawnSync(process.execPath, [BIN, "validate", "nope"], { encoding: "utf8", timeout: 120_000 });
     expect(bad.status).toBe(2);
   });
 
   it("lists environments and rejects unknown commands and environments with usage", () => {
-    const list = spawnSync(process.execPath, [BIN, "list"], { encoding: "utf8" });
+    const list = spawnSync(process.execPath, [BIN, "list"], { encoding: "utf8", timeout: 120_000 });
     expect(list.status).toBe(0);
     expect(list.stdout).toMatch(/reverse-text/);
     expect(list.stdout).toMatch(/alphabet-sort/);
-    const bad = spawnSync(process.execPath, [BIN, "frobnicate"], { encoding: "utf8" });
+    const bad = spawnSync(process.execPath, [BIN, "frobnicate"], { encoding: "utf8", timeout: 120_000 });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/unknown command/);
-    const badEnv = spawnSync(process.execPath, [BIN, "serve", "nope"], { encoding: "utf8" });
+    const badEnv = spawnSync(process.execPath, [BIN, "serve", "nope"], { encoding: "utf8", timeout: 120_000 });
     expect(badEnv.status).toBe(2);
     expect(badEnv.stderr).toMatch(/unknown environment "nope"/);
   });

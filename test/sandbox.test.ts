@@ -364,6 +364,8 @@ describe("envworker run-code", () => {
       input,
       encoding: "utf8",
       cwd: resolve(import.meta.dirname, ".."),
+      // A synchronous wait no test timeout can end: a process that hangs fails the test instead.
+      timeout: 120_000,
     });
 
   it("TypeScript without --ts: the SyntaxError comes with a hint at --ts; plain JavaScript mistakes do not", () => {

@@ -356,8 +356,30 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
     ...(uid !== undefined ? { uid, gid: uid } : {}),
   });
   if (uid !== undefined) {
+    // When the spawned process is gone, so is every process of its uid: bubblewrap killed while it
+    // was setting up leaves its namespace's init behind (before --die-with-parent took hold),
+    // holding the host's stdio open. Then the uid is free for another host.
+    child.once("exit", () => killProcessesOf(uid));
     child.once("close", () => uidsInUse.delete(uid));
     child.once("error", () => uidsInUse.delete(uid));
   }
   return { child, confinement, uid };
+}
+
+/** SIGKILL to every process owned by `uid` (a host's own: nothing else runs as it). */
+function killProcessesOf(uid: number): void {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    try {
+      if (statSync(`/proc/${name}`).uid === uid) process.kill(Number(name), "SIGKILL");
+    } catch {
+      // Gone meanwhile, or not ours to signal.
+    }
+  }
 }

@@ -7,8 +7,8 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { processTreeRss } from "./process-memory.ts";
-import { delayProbe, leafProcess } from "./run-delay.ts";
+import { leafProcess, processTree, processTreeRss } from "./process-memory.ts";
+import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
 
@@ -81,7 +81,21 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   const kill = (why = "killed") => {
     end({ why, outOfMemory: false });
     killed = true;
-    child?.kill("SIGKILL");
+    killTree();
+  };
+  // Every process of the host, not only the one spawned: killed while bubblewrap was still setting
+  // up, its namespace's init outlived it (before --die-with-parent took hold), holding the host's
+  // stdio open, so "close" never came and a `run-code` process waited for it for ever.
+  const killTree = () => {
+    // Not once the spawned process is reaped: its pid may be another process's by then.
+    if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    for (const pid of processTree(child.pid).reverse()) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone already.
+      }
+    }
   };
   const reader = new FrameReader(
     () => maxReplyBytes,
@@ -106,7 +120,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   };
   const started = launchConfined(profile, options, args).then((confined) => {
     child = confined.child;
-    if (killed) child.kill("SIGKILL");
+    if (killed) killTree();
     // The last few KiB of stderr: how V8 explains an abort.
     let stderrTail = "";
     child.stderr?.setEncoding("utf8");
@@ -125,6 +139,13 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       end({ why: last ? `${how}: ${last.slice(0, 300)}` : how, outOfMemory: OUT_OF_MEMORY.test(stderrTail) });
     });
     child.on("error", (err) => end({ why: err.message, outOfMemory: false }));
+    // Should a process of the host outlive the one spawned and keep its stdio open, "close" would
+    // never come: a little after the exit, the streams are closed from this side.
+    child.once("exit", () => {
+      setTimeout(() => {
+        for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy();
+      }, 1000).unref();
+    });
     keepAlive(alive);
     for (const message of pending.splice(0)) child.stdin?.write(encodeFrame(message));
     return confined;

@@ -54,6 +54,36 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
+/** `pid` and every process below it (at most MAX_PROCESSES), parents before their children. */
+export function processTree(pid: number): number[] {
+  const tree = [pid];
+  const seen = new Set<number>(tree);
+  const pending = childrenOf(pid);
+  while (pending.length > 0 && seen.size < MAX_PROCESSES) {
+    const child = pending.shift()!;
+    if (seen.has(child)) continue;
+    seen.add(child);
+    tree.push(child);
+    pending.push(...childrenOf(child));
+  }
+  return tree;
+}
+
+/**
+ * The engine's process of a confined host: the end of the chain of first children below the pid
+ * the server spawned (prlimit execs in place; bubblewrap forks its namespace's init, which forks
+ * node; node starts no process).
+ */
+export function leafProcess(pid: number): number {
+  let at = pid;
+  for (let depth = 0; depth < 8; depth++) {
+    const [first] = childrenOf(at);
+    if (first === undefined) return at;
+    at = first;
+  }
+  return at;
+}
+
 /**
  * RSS of `pid` and every process below it, in bytes; undefined when `pid` is gone or this system
  * cannot tell (no /proc). Pages shared between the processes (libraries) are counted in each: an
@@ -64,14 +94,6 @@ export function processTreeRss(pid: number): number | undefined {
   const own = rssOf(pid);
   if (own === undefined) return undefined;
   let total = own;
-  const seen = new Set<number>([pid]);
-  const pending = childrenOf(pid);
-  while (pending.length > 0 && seen.size < MAX_PROCESSES) {
-    const child = pending.pop()!;
-    if (seen.has(child)) continue;
-    seen.add(child);
-    total += rssOf(child) ?? 0;
-    pending.push(...childrenOf(child));
-  }
+  for (const child of processTree(pid).slice(1)) total += rssOf(child) ?? 0;
   return total;
 }

@@ -18,7 +18,7 @@
  * Where /proc/<pid>/schedstat cannot be read (not Linux, a kernel without schedstats), the probe
  * reads 0 and the clock is the wall clock, as before.
  */
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import type { DelayProbe } from "./deadline.ts";
 
 const NO_DELAY: DelayProbe = Object.assign(() => 0, { close() {} });
@@ -69,22 +69,3 @@ export function delayProbe(file: string | number = RUN_DELAY_FILE): DelayProbe {
 }
 
 
-/**
- * The engine's process of a confined host: the end of the chain of first children below the pid
- * the server spawned (prlimit execs in place; bubblewrap forks its namespace's init, which
- * forks node; node starts no process).
- */
-export function leafProcess(pid: number): number {
-  let at = pid;
-  for (let depth = 0; depth < 8; depth++) {
-    let children: string;
-    try {
-      children = readFileSync(`/proc/${at}/task/${at}/children`, "latin1").trim();
-    } catch {
-      return at;
-    }
-    if (!children) return at;
-    at = Number(children.split(" ")[0]);
-  }
-  return at;
-}
