@@ -181,7 +181,9 @@ describe("settings through the real environment variables (envworker serve)", ()
     ]);
     try {
       // Nine 100 ms rewards at once spread over the three threads (the least loaded takes the next).
-      const ids = await onThreads(three, 9);
+      // On a busy machine the nine may arrive too far apart to overlap: up to three rounds.
+      const ids = new Set<number>();
+      for (let round = 0; round < 3 && ids.size < 3; round++) for (const id of await onThreads(three, 9)) ids.add(id);
       expect(ids.size).toBe(3);
       expect(ids.has(0)).toBe(false);
       expect([...(await onThreads(none, 3))]).toEqual([0]);

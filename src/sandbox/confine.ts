@@ -77,24 +77,56 @@ export interface Confinement {
 
 /** First uid/gid of the hosts when the server runs as root; not a user of a usual system. */
 export const HOST_UID_BASE = 61_000;
-const HOST_UIDS = 1000;
+const HOST_UIDS = 10_000;
 /** RLIMIT_NPROC: threads count against it (Node: main, libuv, V8 platform; isolated-vm's own). */
 const MAX_PROCESSES = 128;
 
-let nextUid = 0;
+/**
+ * Where this process starts looking for a free uid: random, so that two servers on one machine
+ * (or two test workers) rarely even look at the same ones; a uid that any process runs as is
+ * never taken (uidsOfProcesses), so they do not share one.
+ */
+let nextUid = Math.floor(Math.random() * HOST_UIDS);
 /** Uids of hosts alive now: a uid goes to one live host at a time (hosts with one can signal each other without bubblewrap). */
 const uidsInUse = new Set<number>();
 
 function takeUid(): number {
+  const running = uidsOfProcesses();
   for (let i = 0; i < HOST_UIDS; i++) {
     const uid = HOST_UID_BASE + ((nextUid + i) % HOST_UIDS);
-    if (!uidsInUse.has(uid)) {
+    if (!uidsInUse.has(uid) && !running.has(uid)) {
       nextUid = (nextUid + i + 1) % HOST_UIDS;
       uidsInUse.add(uid);
       return uid;
     }
   }
   throw new Error(`more than ${HOST_UIDS} sandbox processes alive: no uid of their own is left`);
+}
+
+/** Pids of /proc's processes with the uid each runs as (the owner of its /proc directory). */
+function* processesByUid(): Generator<[pid: number, uid: number]> {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const first = name.charCodeAt(0);
+    if (first < 48 || first > 57) continue;
+    try {
+      yield [Number(name), statSync(`/proc/${name}`).uid];
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+}
+
+/** The hosts' uids that some process runs as now (this server's hosts, another server's). */
+function uidsOfProcesses(): Set<number> {
+  const uids = new Set<number>();
+  for (const [, uid] of processesByUid()) if (uid >= HOST_UID_BASE && uid < HOST_UID_BASE + HOST_UIDS) uids.add(uid);
+  return uids;
 }
 
 function which(name: string): string | undefined {
@@ -366,20 +398,14 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
   return { child, confinement, uid };
 }
 
-/** SIGKILL to every process owned by `uid` (a host's own: nothing else runs as it). */
+/** SIGKILL to every process owned by `uid` (a host's own: nothing else runs as it, see takeUid). */
 function killProcessesOf(uid: number): void {
-  let names: string[];
-  try {
-    names = readdirSync("/proc");
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+  for (const [pid, owner] of processesByUid()) {
+    if (owner !== uid) continue;
     try {
-      if (statSync(`/proc/${name}`).uid === uid) process.kill(Number(name), "SIGKILL");
+      process.kill(pid, "SIGKILL");
     } catch {
-      // Gone meanwhile, or not ours to signal.
+      // Gone meanwhile.
     }
   }
 }

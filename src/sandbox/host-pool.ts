@@ -276,7 +276,7 @@ class Host {
         }
         const error = timeoutError({ timeoutMs });
         error.message += ` (stopped by the watchdog: the ${this.options.label} was replaced, output lost)`;
-        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - started - (waited - waited0) });
+        job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: Math.max(0, performance.now() - started - (waited - waited0)) });
         this.kill();
       };
       let watchdog = setTimeout(checkRun, limitMs);

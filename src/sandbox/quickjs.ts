@@ -292,7 +292,8 @@ function runInRuntime(rt: QuickJSRuntime, prep: PreparedRun, { strategy, callsPe
     if (ctx.typeof(reported.value) === "string") text = ctx.getString(reported.value);
     reported.value.dispose();
   }
-  const elapsedMs = now() - started - ((delay?.() ?? 0) - waited0);
+  // (Never below 0: the scheduler's clock and this one may differ by a hair.)
+  const elapsedMs = Math.max(0, now() - started - ((delay?.() ?? 0) - waited0));
   const result = toRunResult(text, { limits, elapsedMs, timedOut });
   ctl.dispose();
   ctx.dispose();
