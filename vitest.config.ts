@@ -11,8 +11,10 @@ export default defineConfig({
     // in the threads that load environments.
     execArgv: ["--no-node-snapshot", "--conditions=envworker-source"],
     include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous: at load ~20 (a second copy of the suite running) tests that restart sandbox hosts
+    // take 30+ s. A test that hangs still fails, later.
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
     // vitest's default on 2 cores is 1 (cores − 1): every file would wait for the one before,
     // though most spend much of their time waiting (on a child starting: a server, workerd,
     // Chromium, Pyodide; on a runaway run's time limit). Three at once fill the gaps. What made

@@ -72,7 +72,8 @@ describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %
     });
     expect(await callTool(slow, {}, { sandbox: shared })).toEqual({ ok: false, content: "Error: slow timed out after 200 ms" });
     expect(await shared.run("1 + 1")).toMatchObject({ ok: true, result: 2 });
-    expect(seen?.error?.name).toBe("CancelledError");
+    // The run may not run longer than the tool has left: its own limit (on the run clock) ends it.
+    expect(seen?.error?.name).toBe("TimeoutError");
   });
 
   it("a caller that gives up cancels the tool and its queued runs", async () => {

@@ -8,7 +8,7 @@ import type { ToolCall, ToolMessage } from "./messages.ts";
 import type { Services } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
 import { anySignal } from "../sandbox/scope.ts";
-import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
+import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from "../sandbox/types.ts";
 
 export const TOOL_ERROR_PREFIX = "Error:";
 
@@ -49,6 +49,8 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
     },
     resume() {
       if (--paused > 0 || remaining === Infinity) return;
+      // Used up by a run (charge): the tool is out of time before its code sees the run's result.
+      if (remaining <= 0) return fire();
       since = performance.now();
       timer = setTimeout(fire, Math.max(0, remaining));
     },
@@ -57,31 +59,52 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
       timer = undefined;
       remaining = Infinity;
     },
+    /** While paused: counts `ms` of the tool's time (a sandbox run's time on the run clock). */
+    charge(ms: number) {
+      if (paused > 0 && remaining !== Infinity) remaining -= ms;
+    },
+    /** Time left (while paused: exact). */
+    remaining() {
+      return paused > 0 ? remaining : remaining - (performance.now() - since);
+    },
   };
 }
 
+type ToolClock = ReturnType<typeof pausableTimer>;
+
 /**
  * The tool's view of the sandbox: its runs are cancelled with the tool (time up, caller gone), and
- * the tool's clock stops while a run waits in the sandbox's queue.
+ * the tool's clock stops while a run is in the sandbox. A run counts on the tool's clock for the
+ * time it ran (its elapsedMs, on the run clock: src/sandbox/run-delay.ts), not for its wait for a
+ * slot or for a CPU on a busy machine; it may not run longer than the tool has left.
  */
-function toolSandbox(sandbox: Sandbox, signal: AbortSignal, clock: { pause(): void; resume(): void }): Sandbox {
+function toolSandbox(sandbox: Sandbox, signal: AbortSignal, clock: ToolClock): Sandbox {
   return {
     kind: sandbox.kind,
     run: async (code: string, options: RunOptions = {}): Promise<RunResult> => {
-      let started = false;
       clock.pause();
+      const left = Math.max(1, Math.floor(clock.remaining()));
+      const timeoutMs = Math.min(options.timeoutMs ?? DEFAULT_LIMITS.timeoutMs, left);
+      let startedAt: number | undefined;
       try {
-        return await sandbox.run(code, {
+        const result = await sandbox.run(code, {
           ...options,
+          timeoutMs,
           signal: anySignal(signal, options.signal),
           onStart: () => {
-            started = true;
-            clock.resume();
+            startedAt = performance.now();
             options.onStart?.();
           },
         });
+        // Stopped at the tool's remaining time: the tool's time is up (whatever the run measured).
+        const toolTimeUp = timeoutMs === left && result.error?.name === "TimeoutError";
+        clock.charge(toolTimeUp ? Infinity : result.elapsedMs);
+        return result;
+      } catch (err) {
+        if (startedAt !== undefined) clock.charge(performance.now() - startedAt);
+        throw err;
       } finally {
-        if (!started) clock.resume();
+        clock.resume();
       }
     },
     dispose: async () => {},

@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { leafProcess, processTree, processTreeRss } from "./process-memory.ts";
+import { leafProcess, processTree, processTreeRss, residentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -37,6 +37,11 @@ export interface HostHandle {
    * undefined before it started, after it ended, or where the system cannot tell (no /proc).
    */
   measure(): number | undefined;
+  /**
+   * Resident bytes of the host's engine process alone (its /proc statm, kept open: a few µs), for
+   * a measure at every answer; undefined where the system cannot tell.
+   */
+  measureEngine?(): number | undefined;
   /** The process, once started (tests: its pid and uid). */
   readonly started: Promise<ConfinedProcess>;
   /**
@@ -113,6 +118,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   };
   // Opened on first use: by then the engine's process exists below prlimit and bubblewrap.
   let waited: DelayProbe | undefined;
+  let resident: (() => number | undefined) | undefined;
   const waitedMs = () => {
     if (!child?.pid) return 0;
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
@@ -166,6 +172,11 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       maxReplyBytes = bytes;
     },
     // Not once it ended: its pid may be another process's by then.
+    measureEngine: () => {
+      if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
+      resident ??= residentProbe(`/proc/${leafProcess(child.pid)}/statm`);
+      return resident();
+    },
     measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? processTreeRss(child.pid) : undefined),
     started,
     waitedMs,

@@ -146,7 +146,8 @@ class Host {
   private lastEngineBytes: number | undefined;
   /** Limits of the last run served: the retire bound of an idle host. */
   private lastLimits: RunLimits | undefined;
-  private current: { job: Job; started: number; finished: () => void } | undefined;
+  /** The run in flight; `bytesAtStart`: what the host held when it was sent (the server's measure). */
+  private current: { job: Job; started: number; finished: () => void; bytesAtStart: number } | undefined;
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
   retire = false;
@@ -220,12 +221,15 @@ class Host {
     const grown = bytes - this.idleBytes;
     const current = this.current;
     if (current) {
+      // A run is held to its own allowance from what the host held when it began: memory a larger
+      // run left behind (garbage not yet collected, within that run's bounds) is not this run's.
       const allowed = (this.options.memory.killAboveBytes ?? DEFAULT_KILL_ABOVE)(current.job.limits);
-      if (grown <= allowed) return false;
+      const grownInRun = bytes - Math.max(this.idleBytes, current.bytesAtStart);
+      if (grownInRun <= allowed) return false;
       const error = memoryError(current.job.limits);
-      error.message += ` (the ${this.options.label} grew by ${Math.round(grown / MiB)} MiB and was replaced)`;
+      error.message += ` (the ${this.options.label} grew by ${Math.round(grownInRun / MiB)} MiB and was replaced)`;
       current.job.answer({ ok: false, result: null, stdout: "", stderr: "", error, elapsedMs: performance.now() - current.started });
-      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB`);
+      this.handle.kill(`it grew by ${Math.round(grownInRun / MiB)} MiB`);
       return true;
     }
     if (this.lastLimits && grown > this.retireAbove(this.lastLimits)) {
@@ -260,7 +264,7 @@ class Host {
       }
       const started = performance.now();
       this.runs++;
-      this.current = { job, started, finished };
+      this.current = { job, started, finished, bytesAtStart: this.lastBytes };
       this.handle.keepAlive(true);
       const { timeoutMs } = job.limits;
       // On the run clock (run-delay.ts): the time the host waited for a CPU is not the run's.
@@ -329,7 +333,11 @@ class Host {
     this.lastLimits = job.limits;
     job.answer(message.type === "result" ? (message.result as RunResult) : errorResult("SandboxError", message.message, performance.now() - started));
     if (!CAN_MEASURE_PROCESSES) this.lastBytes = message.bytes;
-    // The last measure (at most MEASURE_MS old; the next one, while idle or on the next run, catches the rest).
+    // The last measure of the tree may be up to MEASURE_MS old, from before the run grew: the engine
+    // process is measured now too (a few µs), so a host grown by this run never serves the next
+    // one, whose smaller allowance it would exceed from the start (seen on a loaded machine).
+    const engineNow = CAN_MEASURE_PROCESSES ? this.handle.measureEngine?.() : undefined;
+    if (engineNow !== undefined) this.lastBytes = Math.max(this.lastBytes, engineNow);
     if (this.lastBytes - this.idleBytes > this.retireAbove(job.limits)) this.retire = true;
     const engineGrown = this.engineGrownBytes;
     if (engineGrown !== undefined && this.options.memory.engine && engineGrown > this.options.memory.engine.retireAboveBytes(job.limits)) this.retire = true;
