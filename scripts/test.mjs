@@ -8,18 +8,20 @@ import { spawn } from "node:child_process";
 
 const halves = [
   { script: "test:vitest", stream: true, forwardArgs: true },
-  { script: "test:python", stream: false, forwardArgs: false },
+  // One thread per math library in the Python half: the trainer tests' torch would otherwise take
+  // both cores of a 2-core machine for its tiny model while vitest's files run beside it.
+  { script: "test:python", stream: false, forwardArgs: false, env: { OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" } },
 ];
 
 const args = process.argv.slice(2);
 
 /** Runs `npm run <script>` (through the npm that runs this script, when there is one). */
-function runScript({ script, stream, forwardArgs }) {
+function runScript({ script, stream, forwardArgs, env }) {
   const npmArgs = ["run", "--silent", script, ...(forwardArgs && args.length > 0 ? ["--", ...args] : [])];
   const npm = process.env.npm_execpath;
   const [command, argv] = npm ? [process.execPath, [npm, ...npmArgs]] : ["npm", npmArgs];
   const started = performance.now();
-  const child = spawn(command, argv, { stdio: stream ? "inherit" : ["ignore", "pipe", "pipe"], shell: !npm && process.platform === "win32" });
+  const child = spawn(command, argv, { stdio: stream ? "inherit" : ["ignore", "pipe", "pipe"], shell: !npm && process.platform === "win32", env: { ...process.env, ...env } });
   let output = "";
   if (!stream) {
     // One buffer for both streams, in the order they were written.
