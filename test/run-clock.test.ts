@@ -163,7 +163,9 @@ describe.each(ENGINES)("$name: limits on the run clock", ({ create, work, n }) =
     expect(busy, JSON.stringify(busy).slice(0, 300)).toMatchObject({ ok: true });
     expect(busy.elapsedMs).toBeLessThan(timeoutMs);
     expect(runaway.error?.name).toBe("TimeoutError");
-    // Ended by its limit of running (the host's own measure starts a little after the limit's).
-    expect(runaway.elapsedMs).toBeGreaterThan(timeoutMs * 0.8);
+    // Ended by its limit of running. Not to the millisecond: a wait for a CPU still under way is
+    // counted by the kernel only once the thread runs again (run-delay.ts), so at load a run may be
+    // stopped up to one such wait early.
+    expect(runaway.elapsedMs).toBeGreaterThan(timeoutMs * 0.5);
   }, 120_000);
 });

@@ -36,10 +36,11 @@ export interface ThreadError {
 export type FromThread =
   | { t: "ready"; envs: string[] }
   | { t: "load-error"; message: string }
-  | { t: "done"; id: number; value: unknown }
+  // `seq`: the hand-over this answers (a call that moved off a stalled thread and came back has a new one).
+  | { t: "done"; id: number; seq: number; value: unknown }
   /** An ApiError; `cause` is the environment's own error behind it, for the main thread's log. */
-  | { t: "failed"; id: number; code: ErrorCode; message: string; details?: unknown; cause?: ThreadError }
-  | { t: "crashed"; id: number; message: string; stack?: string | undefined }
+  | { t: "failed"; id: number; seq: number; code: ErrorCode; message: string; details?: unknown; cause?: ThreadError }
+  | { t: "crashed"; id: number; seq: number; message: string; stack?: string | undefined }
   | { t: "service"; call: number; sid: number; name: string; code: string; options: RunOptions }
   /** A judge request of a call: the main thread's judge client answers it (shared cache and limits). */
   | { t: "judge"; call: number; sid: number; request: JudgeRequest }

@@ -124,12 +124,12 @@ function receive(msg: ToThread): void {
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
       run(msg.op, msg.id).then(
-        (value) => post({ t: "done", id: msg.id, value }),
+        (value) => post({ t: "done", id: msg.id, seq: msg.seq, value }),
         (err: unknown) =>
           post(
             err instanceof ApiError
-              ? { t: "failed", id: msg.id, code: err.code, message: err.message, details: err.details, ...(err.cause !== undefined ? { cause: describe(err.cause) } : {}) }
-              : { t: "crashed", id: msg.id, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
+              ? { t: "failed", id: msg.id, seq: msg.seq, code: err.code, message: err.message, details: err.details, ...(err.cause !== undefined ? { cause: describe(err.cause) } : {}) }
+              : { t: "crashed", id: msg.id, seq: msg.seq, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
           ),
       );
       break;

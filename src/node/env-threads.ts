@@ -586,9 +586,11 @@ export class EnvThreadPool implements EnvEngine {
       return;
     }
     if (m.t !== "done" && m.t !== "failed" && m.t !== "crashed") return;
-    // An answer for a call this thread no longer holds (it timed out, or moved) is ignored.
+    // An answer for a call this thread no longer holds (it timed out, or moved) is ignored; so is
+    // one from an earlier hand-over of a call that moved off this thread (stalled) and came back:
+    // that run was refused its sandbox runs meanwhile ("the call was abandoned").
     let call: Call | undefined;
-    for (const c of thread.calls) if (c.id === m.id) call = c;
+    for (const c of thread.calls) if (c.id === m.id && c.seq === m.seq) call = c;
     if (!call) return;
     this.detach(call);
     if (call.settled) this.pump();

@@ -15,6 +15,10 @@
  * Bounded: a run's wall time may stretch to at most `stretchCapMs(timeoutMs)` (deadline.ts), so a
  * machine too busy to give a run its time still ends it, and slots are not held without end.
  *
+ * Not to the millisecond: the kernel adds a wait for a CPU to `run_delay` when the thread runs
+ * again, so a wait under way when the deadline is checked is not counted yet, and a run may be
+ * stopped up to one such wait early.
+ *
  * Where /proc/<pid>/schedstat cannot be read (not Linux, a kernel without schedstats), the probe
  * reads 0 and the clock is the wall clock, as before.
  */

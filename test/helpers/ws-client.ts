@@ -38,7 +38,7 @@ export class OpenEnvWsClient {
   }
 
   /** Send a raw frame (tests use this for malformed input) and wait for the reply. */
-  sendRaw(text: string, timeoutMs = 20_000): Promise<WsReply> {
+  sendRaw(text: string, timeoutMs = 60_000): Promise<WsReply> {
     this.ws.send(text);
     return this.next(timeoutMs);
   }
@@ -47,7 +47,7 @@ export class OpenEnvWsClient {
     return this.sendRaw(JSON.stringify(message), timeoutMs);
   }
 
-  next(timeoutMs = 20_000): Promise<WsReply> {
+  next(timeoutMs = 60_000): Promise<WsReply> {
     const queued = this.queue.shift();
     if (queued) return Promise.resolve(queued);
     return new Promise((resolve, reject) => {
