@@ -231,7 +231,9 @@ describe("EnvThreadPool", () => {
       expect((bad as PromiseRejectedResult).reason).toMatchObject({ code: "VALIDATION_ERROR", message: expect.stringContaining("reverse-text: reset: it cannot be handed to an environment thread") });
       expect(good.status).toBe("fulfilled");
       expect((await pool.reset(reverseText, "after", { seed: 2 }, { key: "c" })).state.seed).toBe(2);
-      expect(pool.threadCount).toBe(1);
+      // No thread paid for it (on a busy machine the pool may still add one for load: not counted).
+      expect(pool.killed).toBe(0);
+      expect(pool.threadCount).toBeGreaterThanOrEqual(1);
     } finally {
       await pool.dispose();
     }

@@ -332,7 +332,8 @@ describe("judge settings through the real environment variables (envworker serve
     ["ENVWORKER_JUDGE_URL", "ENVWORKER_JUDGE_MODEL", "ENVWORKER_JUDGE_API_KEY", "ENVWORKER_JUDGE_TIMEOUT_S", "ENVWORKER_JUDGE_RETRIES"],
     "the judge at that URL is asked with that model and key; an attempt past the timeout is retried that many times, then JUDGE_TIMEOUT",
     async () => {
-      const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "1", ENVWORKER_JUDGE_RETRIES: "1" }), ["open-qa"]);
+      // 3 s: the mock judge answers from this test's process, which may be slow at load ~20.
+      const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_TIMEOUT_S: "3", ENVWORKER_JUDGE_RETRIES: "1" }), ["open-qa"]);
       try {
         const [right] = await score(server, [item("Ottawa")]);
         expect(right).toMatchObject({ reward: 1, metrics: { judge_calls: 1 } });
@@ -342,7 +343,7 @@ describe("judge settings through the real environment variables (envworker serve
         const before = mock.calls.length;
         const [timedOut] = await score(server, [item("Ottawa (hang)")]);
         mock.hang = false;
-        expect(timedOut.errors.correct).toMatch(/^JUDGE_TIMEOUT: the judge did not answer within 1 s \(2 attempts\)/);
+        expect(timedOut.errors.correct).toMatch(/^JUDGE_TIMEOUT: the judge did not answer within 3 s \(2 attempts\)/);
         expect(mock.calls.length - before).toBe(2);
       } finally {
         mock.hang = false;
