@@ -83,6 +83,8 @@ export function stretchCapMs(timeoutMs: number): number {
 export interface DelayProbe {
   (): number;
   close(): void;
+  /** The thread's CPU time so far (ms; the same file's first field), 0 when unknown. */
+  ran?(): number;
 }
 
 /**

@@ -29,6 +29,10 @@ const ctl = new Int32Array(control);
 const irq = new Int32Array(interrupt);
 const now = () => Math.ceil(performance.timeOrigin + performance.now() - origin);
 
+/** How long the interpreter must be seen running before its first interrupt (longer than a scheduler tick). */
+const CONFIRM_MS = 20;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
 /** The run whose deadline was pushed back, and by how much (ms). */
 let extendedRun = 0;
 let extension = 0;
@@ -57,6 +61,17 @@ for (;;) {
   if (owed > extension && Atomics.load(ctl, 0) === id && Atomics.load(ctl, 2) !== id) {
     extension = owed;
     continue;
+  }
+  // A wait for a CPU still under way is not in run_delay yet (the kernel adds it when the thread
+  // runs again): before the first interrupt, make sure the interpreter is running, not waiting.
+  if (Atomics.load(ctl, 2) !== id && extension < stretchCapMs(timeoutMs) - timeoutMs) {
+    const ran0 = waited.ran!();
+    const t0 = now();
+    Atomics.wait(pause, 0, 0, CONFIRM_MS);
+    if (waited.ran!() - ran0 < CONFIRM_MS / 4 && Atomics.load(ctl, 0) === id) {
+      extension += now() - t0;
+      continue;
+    }
   }
   // Past the deadline and the same run still going (checked again just before the write).
   if (Atomics.load(ctl, 0) === id && Atomics.load(ctl, 1) === deadline) {

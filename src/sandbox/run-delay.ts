@@ -45,21 +45,28 @@ export function delayProbe(file: string | number = RUN_DELAY_FILE): DelayProbe {
   }
   const buf = Buffer.alloc(96);
   let last = 0;
+  let lastRan = 0;
   let open = true;
-  const probe = () => {
-    if (!open) return last;
+  const read = () => {
+    if (!open) return;
     try {
       const n = readSync(fd, buf, 0, buf.length, 0);
-      const text = buf.toString("latin1", 0, n);
-      const first = text.indexOf(" ");
-      const ns = Number(text.slice(first + 1, text.indexOf(" ", first + 1)));
-      if (Number.isFinite(ns)) last = Math.max(last, ns / 1e6);
+      const [ran, delay] = buf.toString("latin1", 0, n).split(" ").map(Number);
+      if (Number.isFinite(delay)) last = Math.max(last, delay! / 1e6);
+      if (Number.isFinite(ran)) lastRan = Math.max(lastRan, ran! / 1e6);
     } catch {
-      // The process is gone: its delay stays what it was.
+      // The process is gone: its figures stay what they were.
     }
+  };
+  const probe = () => {
+    read();
     return last;
   };
   return Object.assign(probe, {
+    ran() {
+      read();
+      return lastRan;
+    },
     close() {
       if (!open) return;
       open = false;
