@@ -57,6 +57,27 @@ describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %
     expect((await busy).error?.name).toBe("TimeoutError");
   });
 
+  it("a tool's runs count on its clock once where they overlap, for the time they ran", async () => {
+    // Three runaway runs of 300 ms at once on three slots: ~300 ms of the tool's time, not 900.
+    const three = createSandbox(kind, { maxConcurrency: 3 });
+    try {
+      await Promise.all([0, 1, 2].map(() => three.run("0")));
+      const tool = defineTool({
+        name: "three",
+        description: "three runs at once",
+        parameters: z.object({}),
+        timeoutMs: 700,
+        run: async (_, ctx) => {
+          const runs = await Promise.all([0, 1, 2].map(() => ctx.sandbox!.run("while (true) {}", { timeoutMs: 300 })));
+          return runs.map((r) => r.error?.name).join(",");
+        },
+      });
+      expect(await callTool(tool, {}, { sandbox: three })).toEqual({ ok: true, content: "TimeoutError,TimeoutError,TimeoutError" });
+    } finally {
+      await three.dispose();
+    }
+  });
+
   it("a tool that timed out stops its run and frees the slot", async () => {
     let seen: RunResult | undefined;
     const slow = defineTool({

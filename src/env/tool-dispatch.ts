@@ -34,6 +34,8 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
   let remaining = limitMs;
   let since = performance.now();
   let paused = 0;
+  /** The end of the last span charged (see charge). */
+  let chargedUntil = -Infinity;
   const fire = () => {
     timer = undefined;
     remaining = Infinity; // fired once, never again
@@ -59,9 +61,15 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
       timer = undefined;
       remaining = Infinity;
     },
-    /** While paused: counts `ms` of the tool's time (a sandbox run's time on the run clock). */
+    /**
+     * While paused: counts a sandbox run that just ended, `ms` of run-clock time, as the span
+     * [now − ms, now]. Spans of runs that overlapped (a tool's concurrent runs) count once.
+     */
     charge(ms: number) {
-      if (paused > 0 && remaining !== Infinity) remaining -= ms;
+      if (paused === 0 || remaining === Infinity) return;
+      const end = performance.now();
+      remaining -= Math.max(0, end - Math.max(end - ms, chargedUntil));
+      chargedUntil = Math.max(chargedUntil, end);
     },
     /** Time left (while paused: exact). */
     remaining() {

@@ -64,11 +64,12 @@ for (;;) {
   }
   // A wait for a CPU still under way is not in run_delay yet (the kernel adds it when the thread
   // runs again): before the first interrupt, make sure the interpreter is running, not waiting.
-  if (Atomics.load(ctl, 2) !== id && extension < stretchCapMs(timeoutMs) - timeoutMs) {
-    const ran0 = waited.ran!();
+  // (Where schedstat cannot be read the probe has no `ran`: the wall clock decides, as before.)
+  if (waited.ran && Atomics.load(ctl, 2) !== id && extension < stretchCapMs(timeoutMs) - timeoutMs) {
+    const ran0 = waited.ran();
     const t0 = now();
     Atomics.wait(pause, 0, 0, CONFIRM_MS);
-    if (waited.ran!() - ran0 < CONFIRM_MS / 4 && Atomics.load(ctl, 0) === id) {
+    if (waited.ran() - ran0 < CONFIRM_MS / 4 && Atomics.load(ctl, 0) === id) {
       extension += now() - t0;
       continue;
     }
