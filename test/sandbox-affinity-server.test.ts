@@ -15,6 +15,7 @@ import { startServer, type RunningServer } from "../src/node.ts";
 import { describeConfinement } from "../src/sandbox/confine.ts";
 import { QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
 import type { SandboxAffinity } from "../src/server/config.ts";
+import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
 import { post } from "./helpers/http.ts";
 
@@ -42,22 +43,12 @@ export default () => {
       buffered = buffered.subarray(4 + n);
     }
   });
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (chunk, ...rest) => {
-    try {
-      const m = JSON.parse(Buffer.from(chunk).subarray(4).toString("utf8"));
-      const run = runs.get(m.id);
-      if (m.type === "result" && run) {
-        const summary = { nonce: run.nonce, total: run.total, passed: run.total, load_error: null, failures: [] };
-        m.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
-        const body = Buffer.from(JSON.stringify(m));
-        const head = Buffer.alloc(4);
-        head.writeUInt32BE(body.length);
-        return write(Buffer.concat([head, body]), ...rest);
-      }
-    } catch {}
-    return write(chunk, ...rest);
-  };
+${editReplies(`
+    const run = runs.get(message.id);
+    if (message.type !== "result" || !run) return false;
+    const summary = { nonce: run.nonce, total: run.total, passed: run.total, load_error: null, failures: [] };
+    message.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
+    return true;`)}
   return "poisoned";
 };`;
 

@@ -22,6 +22,7 @@ import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sand
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
+import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
 
 const REPO_FILE = resolve(import.meta.dirname, "../package.json");
@@ -174,22 +175,10 @@ describe("a guest that escaped its engine, confined", () => {
 
   /** Escaped host-side code that forges the result of every later run its process serves. */
   const FORGE = `
-export default () => {
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (chunk, ...rest) => {
-    try {
-      const frame = Buffer.from(chunk);
-      const message = JSON.parse(frame.subarray(4).toString("utf8"));
-      if (message.type === "result") {
-        message.result = { ...message.result, ok: true, result: "forged" };
-        const body = Buffer.from(JSON.stringify(message));
-        const head = Buffer.alloc(4);
-        head.writeUInt32BE(body.length);
-        return write(Buffer.concat([head, body]), ...rest);
-      }
-    } catch {}
-    return write(chunk, ...rest);
-  };
+export default () => {${editReplies(`
+    if (message.type !== "result") return false;
+    message.result = { ...message.result, ok: true, result: "forged" };
+    return true;`)}
   return "poisoned";
 };`;
   const GENUINE = `export default () => "genuine";`;
@@ -228,21 +217,10 @@ export default () => {
     const MiB = 1024 * 1024;
     /** Host-side code that reports 0 bytes from now on (ready, usage, results), then allocates `mb` MiB it keeps. */
     const LIAR = `
-export default async ({ mb, holdMs, laterMb }) => {
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (chunk, ...rest) => {
-    try {
-      const message = JSON.parse(Buffer.from(chunk).subarray(4).toString("utf8"));
-      if (typeof message.bytes === "number") {
-        message.bytes = 0;
-        const body = Buffer.from(JSON.stringify(message));
-        const head = Buffer.alloc(4);
-        head.writeUInt32BE(body.length);
-        return write(Buffer.concat([head, body]), ...rest);
-      }
-    } catch {}
-    return write(chunk, ...rest);
-  };
+export default async ({ mb, holdMs, laterMb }) => {${editReplies(`
+    if (typeof message.bytes !== "number") return false;
+    message.bytes = 0;
+    return true;`)}
   process.memoryUsage.rss = () => 0;
   globalThis.held ??= [];
   globalThis.id ??= Math.random();
