@@ -23,10 +23,10 @@
  * exactly the list of package directories the host may read).
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { basename, delimiter, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
 import { RUN_DELAY_FILE } from "./run-delay.ts";
@@ -40,6 +40,8 @@ export interface ConfinementProfile {
   packages: string[];
   /** Native addons (isolated-vm). */
   addons?: boolean;
+  /** Directories the host may read beyond its bundle and packages (a native addon of this repository). */
+  readable?: string[];
   /** Worker threads (Python's interpreter runs on one so the host's main thread can interrupt it). */
   workers?: boolean;
   /**
@@ -222,11 +224,34 @@ let bundleRoot: string | undefined;
 
 function root(): string {
   if (bundleRoot) return bundleRoot;
-  bundleRoot = mkdtempSync(join(tmpdir(), "envworker-hosts-"));
+  bundleRoot = bundleDirectory();
   // Hosts run as other users: they must be able to read (never write) the bundles.
   chmodSync(bundleRoot, 0o755);
   process.once("exit", () => rmSync(bundleRoot!, { recursive: true, force: true }));
   return bundleRoot;
+}
+
+/**
+ * A new directory for this server's bundles: in the node_modules the host packages come from
+ * (`.cache/`) where it can write there, else in the temporary directory. Why not always the
+ * temporary directory: Node 20's permission model lets a process list "/" once its allowed paths
+ * span three or more top-level directories (measured: /tmp/a, /work/b and /proc/x do; any two do
+ * not, nor three under one). The bundles, the packages and /proc/thread-self/schedstat were three
+ * wherever the checkout is not under /tmp; beside the packages they are two.
+ */
+function bundleDirectory(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    const modules = basename(dir) === "node_modules" ? dir : join(dir, "node_modules");
+    if (!existsSync(modules)) continue;
+    try {
+      const cache = join(modules, ".cache");
+      mkdirSync(cache, { recursive: true });
+      return mkdtempSync(join(cache, "envworker-hosts-"));
+    } catch {
+      break; // not writable: the temporary directory
+    }
+  }
+  return mkdtempSync(join(tmpdir(), "envworker-hosts-"));
 }
 
 /** The directory of the package a resolved file belongs to, and those of its dependencies. */
@@ -299,7 +324,7 @@ async function build(profile: ConfinementProfile): Promise<Bundle> {
   });
   chmodTree(dir);
   const files = Object.fromEntries(Object.keys(profile.entries).map((name) => [name, join(dir, `${name}.mjs`)]));
-  return { dir, files, readable: [dir, ...readable] };
+  return { dir, files, readable: [dir, ...readable, ...(profile.readable ?? [])] };
 }
 
 function chmodTree(dir: string): void {

@@ -1,7 +1,7 @@
 /**
  * How the interpreter module (python-worker.ts) talks to the host process it runs in
- * (python-host.ts), on the same thread: the interrupt buffer and Pyodide's directory it needs at
- * load, and a port with the shape of a worker's message port (`postMessage`, `on("message")`), so
+ * (python-host.ts), on the same thread: the interrupt buffer, Pyodide's directory and the other
+ * arguments it needs at load, and a port with the shape of a worker's message port (`postMessage`, `on("message")`), so
  * the interpreter's code reads as it did when it lived on a worker thread. This module is evaluated
  * before the interpreter's (which imports it), so both are ready when the interpreter loads.
  */
@@ -14,6 +14,10 @@ export interface InterpreterLink {
   interrupt: Int32Array;
   /** Pyodide's directory (the host's first argument, from the server). */
   indexURL: string;
+  /** native/wasm-dirty's built module, if there is one (the second argument). */
+  dirtyPagesAddon: string | undefined;
+  /** Compare the whole memory with the snapshot after every restore (tests; the third argument). */
+  checkRestore: boolean;
   /** The interpreter's answers (ready, failed-to-start, a run's result). */
   postMessage(message: PythonWorkerMessage): void;
   /** The interpreter's request handler: it runs the request synchronously, answers, then restores its snapshot. */
@@ -27,6 +31,8 @@ let handler: ((request: PythonWorkerRequest) => void) | undefined;
 export const link: InterpreterLink = {
   interrupt: new Int32Array(new SharedArrayBuffer(4 * SIGNALS)),
   indexURL: process.argv[2] ?? "",
+  dirtyPagesAddon: process.argv[3] || undefined,
+  checkRestore: process.argv[4] === "check-restore",
   postMessage(message) {
     if (onAnswer) onAnswer(message);
     else early.push(message);

@@ -6,15 +6,15 @@
  *
  * Start-up (~2.5 s): load Pyodide with no packages and an empty `js` namespace, run the lockdown
  * and define the runner (python-guest.ts), make the pre-existing file system read-only, then take a
- * SNAPSHOT: a copy of the interpreter's linear memory up to its break, its stack pointer, and the
+ * SNAPSHOT: a copy of the interpreter's linear memory (memory-image.ts), its stack pointer, and the
  * JavaScript-side state a run can touch (open file descriptors, the working directory, the two
  * writable directories /tmp and /home/pyodide).
  *
  * A run: set the per-run stdin/limits, call the runner (it returns a JSON report), answer the host,
- * then RESTORE the snapshot: the memory is copied back (what the run grew beyond the break is
- * zeroed), the stack pointer reset and the JS-side state put back. Nothing a run defines, imports,
+ * then RESTORE the snapshot: the memory is put back (only the pages the run wrote, where the kernel
+ * can tell; what the run grew is zeroed), the stack pointer reset and the JS-side state put back. Nothing a run defines, imports,
  * patches or writes survives it, and the next run starts from the same interpreter state as the
- * first. The copy (~25 MB, ~2.5 ms) happens after the answer is sent, off the run's latency.
+ * first. The restore happens after the answer is sent, off the run's latency.
  *
  * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
  * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
@@ -27,6 +27,7 @@ import { constants as osConstants } from "node:os";
 import { link } from "./python-link.ts";
 import { memoryError, toRunResult } from "./report.ts";
 import { PYTHON_SETUP } from "./python-guest.ts";
+import { memoryImage, type MemoryImage } from "./memory-image.ts";
 import type { RunLimits, RunResult } from "./types.ts";
 
 export interface PythonWorkerRequest {
@@ -60,6 +61,8 @@ WebAssembly.Memory.prototype.grow = function grow(this: WebAssembly.Memory, delt
   }
   const before = realGrow.call(this, delta);
   growRefused = false; // a smaller retry of the same allocation succeeded
+  // Pages the run may write from here on are tracked from here on (memory-image.ts).
+  snapshot?.memory.grown(this.buffer);
   return before;
 };
 
@@ -110,9 +113,6 @@ type Emscripten = {
   HEAPU8: Uint8Array;
   stackSave(): number;
   stackRestore(sp: number): void;
-  _emscripten_get_sbrk_ptr(): number;
-  _emscripten_stack_get_end(): number;
-  HEAPU32: Uint32Array;
   FS: EmscriptenFS;
   ERRNO_CODES?: Record<string, number>;
 };
@@ -150,15 +150,10 @@ type EmscriptenFS = {
 };
 
 interface Snapshot {
-  /** Static data, below the C stack. */
-  low: Uint8Array;
-  /** The top of the C stack and the heap up to its break. */
-  high: Uint8Array;
-  highStart: number;
+  /** The whole linear memory, put back after each run by copying only the pages the run wrote where the kernel can tell. */
+  memory: MemoryImage;
   /** Size of the memory at snapshot time. */
   size: number;
-  /** Where the heap's break was: memory above it is unused at snapshot time. */
-  brk: number;
   sp: number;
   streams: { stream: FsStream | null | undefined; position: number; flags: number }[];
   cwd: string;
@@ -168,7 +163,7 @@ interface Snapshot {
 const started = performance.now();
 let run: (code: string, maxResultChars: number, globalsJson: string) => string;
 let M: Emscripten;
-let snapshot: Snapshot;
+let snapshot: Snapshot | undefined;
 let fatal = false;
 
 try {
@@ -204,6 +199,8 @@ try {
   boundWritableFiles(M.FS, M.ERRNO_CODES?.ENOSPC ?? 51);
   lockFileSystem(M.FS);
   snapshot = takeSnapshot();
+  // Tests ask for the restore to be checked (python.ts `checkRestore`): they need to know it is tracked, too.
+  if (link.checkRestore && snapshot.memory.tracking !== undefined) throw new Error(`restore check: pages are not tracked: ${snapshot.memory.tracking}`);
   port.postMessage({ type: "ready", heapBytes: M.HEAPU8.length, loadMs: performance.now() - started } satisfies PythonWorkerMessage);
 } catch (err) {
   port.postMessage({ type: "failed-to-start", message: err instanceof Error ? err.message : String(err) } satisfies PythonWorkerMessage);
@@ -216,6 +213,8 @@ port.on("message", (req: PythonWorkerRequest) => {
   if (!fatal) {
     try {
       restore();
+      // Tests: after every restore, the whole memory must equal the snapshot.
+      if (link.checkRestore && !snapshot!.memory.matches()) fatal = true;
     } catch {
       fatal = true;
     }
@@ -246,7 +245,7 @@ function runOnce(req: PythonWorkerRequest): RunResult {
   capture.stdout = newCapture();
   capture.stderr = newCapture();
   growRefused = false;
-  growLimitBytes = snapshot.size + limits.memoryMb * 1024 * 1024;
+  growLimitBytes = snapshot!.size + limits.memoryMb * 1024 * 1024;
   files = { budget: limits.memoryMb * 1024 * 1024, entries: 0, counted: new WeakMap() };
   Atomics.store(interrupt, 0, 0);
   const t0 = performance.now();
@@ -282,29 +281,16 @@ function runOnce(req: PythonWorkerRequest): RunResult {
 }
 
 // ---- snapshot / restore -----------------------------------------------------------------------
-function brk(): number {
-  return M.HEAPU32[M._emscripten_get_sbrk_ptr() >>> 2]!;
-}
-
 function takeSnapshot(): Snapshot {
   const FS = M.FS;
-  const top = brk();
-  // The C stack lies between the static data and the heap. At rest only its top few bytes (above
-  // the stack pointer) hold anything, so the rest is neither copied nor restored.
-  const stackLow = M._emscripten_stack_get_end();
-  const sp = M.stackSave();
-  const stackKeep = Math.max(stackLow, sp - 64 * 1024);
   const writable = ["/tmp", "/home/pyodide"].map((path) => {
     const node = FS.lookupPath(path).node;
     return { node, contents: { ...(node.contents as Record<string, FsNode>) }, mode: node.mode };
   });
   return {
-    low: M.HEAPU8.slice(0, stackLow),
-    high: M.HEAPU8.slice(stackKeep, top),
-    highStart: stackKeep,
+    memory: memoryImage(() => M.HEAPU8, link.dirtyPagesAddon),
     size: M.HEAPU8.length,
-    brk: top,
-    sp,
+    sp: M.stackSave(),
     streams: FS.streams.map((stream) => ({ stream, position: stream?.position ?? 0, flags: stream?.flags ?? 0 })),
     cwd: FS.cwd(),
     writable,
@@ -312,15 +298,11 @@ function takeSnapshot(): Snapshot {
 }
 
 function restore(): void {
-  const heap = M.HEAPU8;
-  const end = Math.min(heap.length, Math.max(brk(), snapshot.brk));
-  heap.set(snapshot.low, 0);
-  heap.set(snapshot.high, snapshot.highStart);
-  // What the run allocated beyond the old break: nothing of it may reach the next run.
-  if (end > snapshot.brk) heap.fill(0, snapshot.brk, end);
-  M.stackRestore(snapshot.sp);
+  const snap = snapshot!;
+  snap.memory.restore();
+  M.stackRestore(snap.sp);
   const FS = M.FS;
-  const kept = new Set(snapshot.streams.map((s) => s.stream));
+  const kept = new Set(snap.streams.map((s) => s.stream));
   for (const stream of FS.streams) {
     if (stream && !kept.has(stream)) {
       try {
@@ -331,7 +313,7 @@ function restore(): void {
     }
   }
   FS.streams.length = 0;
-  snapshot.streams.forEach(({ stream, position, flags }, fd) => {
+  snap.streams.forEach(({ stream, position, flags }, fd) => {
     FS.streams[fd] = stream;
     if (stream) {
       stream.fd = fd;
@@ -339,11 +321,11 @@ function restore(): void {
       stream.flags = flags;
     }
   });
-  for (const w of snapshot.writable) {
+  for (const w of snap.writable) {
     w.node.contents = { ...w.contents };
     w.node.mode = w.mode;
   }
-  FS.chdir(snapshot.cwd);
+  FS.chdir(snap.cwd);
 }
 
 /**

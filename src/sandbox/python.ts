@@ -30,6 +30,7 @@ import { resolve as resolveModule } from "import-meta-resolve";
 import { siblingModule } from "../node/ts-worker.ts";
 import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
+import { dirtyPagesAddon } from "./memory-image.ts";
 import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 import type { RunOptions } from "./types.ts";
 
@@ -46,6 +47,11 @@ export interface PythonSandboxOptions {
   affinity?: HostAffinity;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
+  /**
+   * Tests: after every run the interpreter compares its whole memory with its snapshot (a mismatch
+   * makes it unusable), and it does not start unless its written pages are tracked (memory-image.ts).
+   */
+  checkRestore?: boolean;
 }
 
 const WATCHDOG_SLACK_MS = 500;
@@ -61,6 +67,8 @@ const MiB = 1024 * 1024;
  * (a fatal error of the interpreter) before CPython's own C-stack check fired, with 64 MiB
  * CPython's check or the time limit ends such runs first.
  */
+const DIRTY_PAGES_ADDON = dirtyPagesAddon();
+
 export const PYTHON_PROFILE: ConfinementProfile = {
   name: "python",
   entries: { "python-host": siblingModule("python-host", import.meta.url), "python-timer": siblingModule("python-timer", import.meta.url) },
@@ -71,6 +79,8 @@ export const PYTHON_PROFILE: ConfinementProfile = {
   nodeFlags: ["--max-old-space-size=256"],
   addressSpaceMb: 24 * 1024,
   stackMb: 64,
+  // The module that tells which pages a run wrote (memory-image.ts), where it was built.
+  ...(DIRTY_PAGES_ADDON ? { addons: true, readable: [dirname(DIRTY_PAGES_ADDON)] } : {}),
 };
 
 let pyodideDir: string | undefined;
@@ -96,7 +106,7 @@ export class PythonSandbox extends HostPoolSandbox {
     super({
       kind: "python",
       label: "Python process",
-      start: () => processHost(PYTHON_PROFILE, options.confine, [pyodideIndex()]),
+      start: () => processHost(PYTHON_PROFILE, options.confine, [pyodideIndex(), DIRTY_PAGES_ADDON ?? "", options.checkRestore ? "check-restore" : ""]),
       maxConcurrency: options.maxConcurrency,
       watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
       memory: {
