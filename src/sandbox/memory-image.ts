@@ -7,14 +7,15 @@
  * Copying all of it (~30 MB) was most of a short run's CPU, and a short run writes ~300 of the
  * memory's ~7,700 pages. Where the native module is missing (not built: no C compiler at install)
  * or the kernel refuses (older than 6.7, userfaultfd off), `tracking` says why and every restore
- * copies everything.
+ * copies what the caller's `untracked` copy says (python-worker.ts: what the interpreter can have
+ * changed at rest; by default everything).
  *
  * What makes a tracked restore exact: the kernel reports every page written since the pages were
  * last protected (a superset: never fewer), pages never touched included
  * (UFFD_FEATURE_WP_UNPOPULATED). Memory the run grew is registered as it grows (`grown`, called from
  * the memory's `grow`), and whatever was written above the image's length is zeroed. A memory that
- * moved, or any error from the kernel, ends the tracking: that restore and every later one copy
- * everything.
+ * moved, or any error from the kernel, ends the tracking: that restore and every later one are
+ * untracked copies.
  */
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -52,8 +53,19 @@ export interface MemoryImage {
   readonly lastBytes: number;
 }
 
+/**
+ * What to copy where pages are not tracked: by default everything (the image, zeros above it); the
+ * interpreter knows which parts of its memory cannot have changed at rest and passes a cheaper one.
+ */
+export type CopyBack = (memory: Uint8Array, image: Uint8Array) => void;
+
+const copyEverything: CopyBack = (memory, image) => {
+  memory.set(image, 0);
+  memory.fill(0, image.length);
+};
+
 /** Takes an image of `heap()` (the memory's current view) and tracks its pages where it can. */
-export function memoryImage(heap: () => Uint8Array, addonPath: string | undefined): MemoryImage {
+export function memoryImage(heap: () => Uint8Array, addonPath: string | undefined, untracked: CopyBack = copyEverything): MemoryImage {
   const image = heap().slice();
   const native = loadAddon(addonPath);
   let tracking = typeof native === "string" ? native : undefined;
@@ -77,8 +89,7 @@ export function memoryImage(heap: () => Uint8Array, addonPath: string | undefine
     return err === 0;
   };
   const copyAll = (memory: Uint8Array) => {
-    memory.set(image, 0);
-    memory.fill(0, image.length);
+    copyEverything(memory, image);
     lastBytes = memory.length;
   };
   const copyWritten = (memory: Uint8Array): boolean => {
@@ -116,7 +127,10 @@ export function memoryImage(heap: () => Uint8Array, addonPath: string | undefine
     },
     restore() {
       const memory = heap();
-      if (tracking !== undefined || !copyWritten(memory)) copyAll(memory);
+      if (tracking === undefined && copyWritten(memory)) return;
+      // Not tracked (or the tracking just failed: the untracked copy restores as much as it always did).
+      untracked(memory, image);
+      lastBytes = memory.length;
     },
     matches() {
       const memory = heap();
