@@ -15,21 +15,24 @@
  * The warm-up runs each side serves before it is measured: with the default 100 the measured runs
  * include a new host's warm-up (its JIT compiles what a process-wide engine shares between threads);
  * a few thousand measure the steady state a long-lived host (up to 20,000 runs for Python) is in.
+ * The measured runs per side (default 1,200: 6 blocks of 200) can be made a host's whole life or
+ * more (warm-up 0, 20000 measured): then host replacements (recycling) and their start-ups and JIT
+ * warm-ups are in the figures, as in a long training run.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Sandbox } from "../src/sandbox/types.ts";
 
-const [oldTree, which = "python", concArg = "2", warmArg = "100"] = process.argv.slice(2);
+const [oldTree, which = "python", concArg = "2", warmArg = "100", measuredArg = "1200"] = process.argv.slice(2);
 if (!oldTree) {
-  console.error("usage: bench/hosts-ab.ts OLD_TREE [python|quickjs|isolated-vm] [concurrency] [warm-up runs]");
+  console.error("usage: bench/hosts-ab.ts OLD_TREE [python|quickjs|isolated-vm] [concurrency] [warm-up runs] [measured runs per side]");
   process.exit(2);
 }
 const conc = Number(concArg);
 const WARM_RUNS = Number(warmArg);
-const BLOCKS = 6;
 const RUNS = 200;
+const BLOCKS = Math.max(1, Math.round(Number(measuredArg) / RUNS));
 
 /** utime + stime in ms of a /proc stat line (clock ticks of 10 ms: fine over thousands of runs). */
 function statCpuMs(path: string): { ppid: number; ms: number } | undefined {

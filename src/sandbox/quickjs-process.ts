@@ -61,6 +61,10 @@ export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOption
     // The pool's RSS bounds (host-pool.ts), and the wasm memory the host reports as a hint.
     memory: { engine: { retireAboveBytes: () => RETIRE_ABOVE_BYTES } },
     cooperativeCancel: false,
+    // Like Python's: a host's start-up and JIT warm-up (~0.5 s of CPU) every 1,000 runs cost a third
+    // of a long run's throughput (bench/README.md, "Whole lives"). What recycling bounds, an escaped
+    // guest's reach into later runs, is bounded by affinity first: those are its own client's runs.
+    recycleAfterRuns: 20_000,
     affinity: options.affinity,
   });
 }
