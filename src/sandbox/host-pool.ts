@@ -73,6 +73,12 @@ export interface MemoryPolicy {
 export const DEFAULT_KILL_ABOVE = (limits: RunLimits): number => 2 * limits.memoryMb * MiB + 96 * MiB;
 /** RSS a host may keep after a run. */
 export const DEFAULT_RETIRE_ABOVE = (limits: RunLimits): number => limits.memoryMb * MiB + 64 * MiB;
+/**
+ * How fast a host's use is forgotten when choosing which one to stop for another client's
+ * (Host.heat): a run counts 1 now, 1/2 a minute later.
+ */
+const HEAT_HALF_LIFE_MS = 60_000;
+
 /** How often the server measures a busy host (an idle one: every IDLE_MEASURE_TICKS of these). */
 const MEASURE_MS = 20;
 const IDLE_MEASURE_TICKS = 25;
@@ -103,7 +109,7 @@ export interface HostPoolOptions {
  * over its host process can tamper only with later runs of its own client (README.md "The
  * residual"). "episode": the runs of one queue key (an episode; a client on stateless routes):
  * narrower, and a host start-up per new episode. A new client (key) gets a fresh host (one is kept
- * started ahead); the least recently used idle host of another is stopped to make room, so at most
+ * started ahead); the idle host of another used least lately is stopped to make room, so at most
  * maxConcurrency + 1 hosts live. Runs without either share one. "off": a host serves anyone
  * (nothing is started per client; an escaped guest reaches every later run of its process).
  */
@@ -155,6 +161,14 @@ class Host {
   private exit: HostExit | undefined;
   /** The queue key this host serves (affinity), once it served one. */
   key: string | undefined;
+  /** How much its key uses it: runs, each worth less the older it is (halved every HEAT_HALF_LIFE_MS); see `heat()`. */
+  private heatAtLastRun = 0;
+  private lastRunAt = 0;
+
+  /** Recent use (runs, decayed): which host of another key to stop to make room (HostPoolSandbox.startFor). */
+  heat(now = performance.now()): number {
+    return this.heatAtLastRun * 0.5 ** ((now - this.lastRunAt) / HEAT_HALF_LIFE_MS);
+  }
 
   constructor(
     private readonly handle: HostHandle,
@@ -264,6 +278,8 @@ class Host {
       }
       const started = performance.now();
       this.runs++;
+      this.heatAtLastRun = this.heat(started) + 1;
+      this.lastRunAt = started;
       this.current = { job, started, finished, bytesAtStart: this.lastBytes };
       this.handle.keepAlive(true);
       const { timeoutMs } = job.limits;
@@ -501,7 +517,7 @@ export class HostPoolSandbox implements Sandbox {
    * `key` from now on; no new spare is started unless there is room, so taking it stops no one
    * else's host); when the pool is full and `key` already has a host (busy), that host, once it is
    * free (waiting for it costs less than a start-up, and stops no other key's host); else a new
-   * host, for which the least recently used idle host of another key is stopped. Undefined when
+   * host, for which the idle host of another key used least lately is stopped. Undefined when
    * the run's signal aborted while it waited.
    */
   private async acquire(limits: RunLimits, key: string | undefined, signal: AbortSignal | undefined): Promise<Host | undefined> {
@@ -573,12 +589,24 @@ export class HostPoolSandbox implements Sandbox {
     return true;
   }
 
-  /** A new host for `key`, the least recently used idle host of another key stopped to make room. */
+  /**
+   * A new host for `key`, the coolest idle host of another key stopped to make room: the one its
+   * key used least lately (`Host.heat`; ties: the least recently used). Not simply the least
+   * recently used: a stream of new clients (an attacker with many addresses, each new one asking
+   * for a host) would then stop a steady client's host between every two of its runs, and each of
+   * its runs would wait for a start-up (measured: Python runs of ~1 ms took ~4.8 s beside 3 such
+   * attackers). A client's one run leaves its host cool; a steady client's host stays warm.
+   */
   private startFor(key: string): Host {
+    const now = performance.now();
     while (this.all.size >= this.maxHosts) {
-      const oldest = this.idle.findIndex((h) => h.key !== undefined);
-      if (oldest < 0) break;
-      const [host] = this.idle.splice(oldest, 1);
+      let coolest = -1;
+      for (let i = 0; i < this.idle.length; i++) {
+        const host = this.idle[i]!;
+        if (host.key !== undefined && (coolest < 0 || host.heat(now) < this.idle[coolest]!.heat(now))) coolest = i;
+      }
+      if (coolest < 0) break;
+      const [host] = this.idle.splice(coolest, 1);
       this.all.delete(host!);
       host!.kill();
     }
