@@ -103,8 +103,9 @@ export function memoryImage(heap: () => Uint8Array, addonPath: string | undefine
       if (!extend(buffer)) return false;
     }
     const n = pages!.written(buffer, regions);
+    if (n < -1) return stop(`the kernel's list of written pages failed (errno ${-n})`), false;
+    // More written regions than one scan holds: everything (the pages stay tracked).
     if (n === -1) copyAll(memory);
-    else if (n < 0) return stop(`the kernel's list of written pages failed (errno ${-n})`), false;
     for (let i = 0; i < n; i++) {
       const start = regions[2 * i]!;
       const end = regions[2 * i + 1]!;
