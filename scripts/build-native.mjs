@@ -5,7 +5,7 @@
 // headers or Linux, nothing is built, this says so, and the sandbox copies the whole memory instead
 // (correct, slower). A Node-API module needs no node-gyp: one compiler call against Node's headers.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,11 +30,15 @@ const headers = [
 if (!headers) skip("Node's headers (node_api.h) not found");
 const cc = process.env.CC || "cc";
 mkdirSync(dirname(out), { recursive: true });
-rmSync(out, { force: true });
-const built = spawnSync(cc, ["-O2", "-shared", "-fPIC", "-Wall", `-I${headers}`, "-DNODE_GYP_MODULE_NAME=wasm_dirty", "-o", out, source], {
+// Built beside, then renamed over: a server already running from this checkout keeps the module it
+// loaded, and one starting meanwhile finds either the old file or the new one, never half of one.
+const partial = `${out}.${process.pid}.tmp`;
+const built = spawnSync(cc, ["-O2", "-shared", "-fPIC", "-Wall", `-I${headers}`, "-DNODE_GYP_MODULE_NAME=wasm_dirty", "-o", partial, source], {
   encoding: "utf8",
   timeout: 60_000,
 });
+if (built.error || built.status !== 0) rmSync(partial, { force: true });
 if (built.error) skip(`${cc}: ${built.error.message}`);
 if (built.status !== 0) skip(`${cc} failed: ${(built.stderr || "").trim().split("\n").slice(0, 3).join(" / ")}`);
+renameSync(partial, out);
 console.log(`envworker: built ${out}`);

@@ -201,7 +201,7 @@ describe("envworker command", { timeout: 120_000 }, () => {
       }
       const pkg = JSON.parse(readFileSync(join(dir, "my-game/package.json"), "utf8"));
       expect(pkg).toMatchObject({ name: "my-game", dependencies: { envworker: `file:${resolve(import.meta.dirname, "..")}` }, envworker: { environments: ["./src/index.ts"] } });
-      expect(pkg.allowScripts).toMatchObject({ bufferutil: true, "isolated-vm": true });
+      expect(pkg.allowScripts).toMatchObject({ bufferutil: true, envworker: true, "isolated-vm": true });
       expect(readFileSync(join(dir, "my-game/README.md"), "utf8")).not.toContain("npmjs.com");
       // --dependency: anything npm takes (a packed tarball, the registry's range).
       expect(envworker(["init", "tarball-game", "--dependency", "file:../envworker-0.1.0.tgz"], dir).status).toBe(0);
