@@ -120,10 +120,16 @@ describe("WebSocket", () => {
     const closed = new Promise<{ code: number; reason: string }>((res) => ws.once("close", (code, reason) => res({ code, reason: String(reason) })));
     const replies: { type: string; data: any }[] = [];
     ws.on("message", (m) => replies.push(JSON.parse(String(m))));
-    // One reset, then a flood sent in one go: all arrive before the first is answered.
+    // One reset, then a flood sent in one go: all arrive before the first is answered. One write
+    // (the socket corked around the sends): sent one write each, on a busy machine this process
+    // could be paused between writes while the server answered each as it came, and never had 64
+    // waiting (seen: the close never came, at load ~15).
     const flood = [JSON.stringify({ type: "reset", data: { seed: 1, episode_id: "flooder" } })];
     for (let i = 0; i < 100; i++) flood.push(JSON.stringify({ type: "state" }));
+    const socket = (ws as unknown as { _socket: import("node:net").Socket })._socket;
+    socket.cork();
     for (const m of flood) ws.send(m);
+    socket.uncork();
     const c = await closed;
     expect(c.code).toBe(1008);
     expect(c.reason).toContain("more than 64 messages waiting");
