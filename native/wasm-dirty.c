@@ -167,12 +167,17 @@ static int same_memory(napi_env env, napi_value value, size_t *length) {
   return 0;
 }
 
+/* A call's `want` arguments, the first of which is the tracked memory's buffer (its length into `length`). */
+static int memory_call(napi_env env, napi_callback_info info, size_t want, napi_value *argv, size_t *length) {
+  size_t argc = want;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < want) return -EINVAL;
+  return same_memory(env, argv[0], length);
+}
+
 static napi_value extend(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   size_t length;
-  int err = argc < 1 ? -EINVAL : same_memory(env, argv[0], &length);
+  int err = memory_call(env, info, 1, argv, &length);
   if (err) return number(env, err);
   if (length == tracked) return number(env, 0);
   if (length % page_size() != 0) return number(env, -EINVAL);
@@ -185,11 +190,9 @@ static napi_value extend(napi_env env, napi_callback_info info) {
 }
 
 static napi_value written(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   size_t length;
-  int err = argc < 2 ? -EINVAL : same_memory(env, argv[0], &length);
+  int err = memory_call(env, info, 2, argv, &length);
   if (err) return number(env, err);
   napi_typedarray_type type;
   size_t count;
@@ -208,11 +211,9 @@ static napi_value written(napi_env env, napi_callback_info info) {
 }
 
 static napi_value clean(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   size_t length;
-  int err = argc < 1 ? -EINVAL : same_memory(env, argv[0], &length);
+  int err = memory_call(env, info, 1, argv, &length);
   if (err) return number(env, err);
   long n = scan(base, base + tracked, NULL, 0, 1);
   return number(env, n < 0 ? (double)n : 0);
