@@ -246,6 +246,9 @@ function bundleDirectory(): string {
     try {
       const cache = join(modules, ".cache");
       mkdirSync(cache, { recursive: true });
+      // Hosts may run as other users: they must be able to pass through it (the packages beside it
+      // they read already).
+      if ((statSync(cache).mode & 0o001) === 0) break;
       return mkdtempSync(join(cache, "envworker-hosts-"));
     } catch {
       break; // not writable: the temporary directory
