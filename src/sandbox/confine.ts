@@ -249,12 +249,38 @@ function bundleDirectory(): string {
       // Hosts may run as other users: they must be able to pass through it (the packages beside it
       // they read already).
       if ((statSync(cache).mode & 0o001) === 0) break;
-      return mkdtempSync(join(cache, "envworker-hosts-"));
+      removeAbandonedBundles(cache);
+      return mkdtempSync(join(cache, `${BUNDLE_PREFIX}${process.pid}-`));
     } catch {
       break; // not writable: the temporary directory
     }
   }
-  return mkdtempSync(join(tmpdir(), "envworker-hosts-"));
+  return mkdtempSync(join(tmpdir(), `${BUNDLE_PREFIX}${process.pid}-`));
+}
+
+const BUNDLE_PREFIX = "envworker-hosts-";
+/** A bundle directory is removed at its server's exit; one a killed server left is removed later, once this old. */
+const ABANDONED_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * Bundle directories of servers that are gone: a server killed outright (SIGKILL) cannot remove
+ * its own, and nothing else ever would in node_modules. Only directories over an hour old whose
+ * server's pid no longer exists here (a directory name carries its server's pid).
+ */
+function removeAbandonedBundles(cache: string): void {
+  for (const name of readdirSync(cache)) {
+    const pid = Number(new RegExp(`^${BUNDLE_PREFIX}(\\d+)-`).exec(name)?.[1]);
+    if (!pid) continue;
+    const path = join(cache, name);
+    try {
+      if (Date.now() - statSync(path).mtimeMs < ABANDONED_AFTER_MS) continue;
+      process.kill(pid, 0);
+      continue; // its server (or a process with its pid) is alive
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ESRCH") continue;
+    }
+    rmSync(path, { recursive: true, force: true });
+  }
 }
 
 /** The directory of the package a resolved file belongs to, and those of its dependencies. */
