@@ -50,3 +50,24 @@ describe.runIf(process.getuid?.() === 0)("killing a host while it starts", () =>
     expect(left, "processes of killed hosts still alive").toEqual([]);
   }, 120_000);
 });
+
+describe("a host's end", () => {
+  it("closes what the server kept open of it: no descriptor left per host (the server starts hosts for as long as it runs)", async () => {
+    const { createQuickJSProcessSandbox } = await import("../src/sandbox/quickjs-process.ts");
+    // A host per episode: every run below starts one and stops another, and each is measured
+    // (its /proc statm) and timed (its schedstat) while it serves.
+    const sandbox = createQuickJSProcessSandbox({ maxConcurrency: 1, affinity: "episode" });
+    const descriptors = () => readdirSync("/proc/self/fd").length;
+    try {
+      await sandbox.run("1", { queueKey: "first" });
+      const before = descriptors();
+      for (let i = 0; i < 20; i++) expect((await sandbox.run("1 + 1", { queueKey: `episode ${i}` })).result).toBe(2);
+      expect(sandbox.started).toBeGreaterThanOrEqual(21);
+      // The hosts alive now hold theirs (stdio, /proc files); the 20 stopped hold none.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(descriptors() - before).toBeLessThan(10);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 120_000);
+});

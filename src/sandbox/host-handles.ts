@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { leafProcess, processTree, processTreeRss, residentProbe } from "./process-memory.ts";
+import { leafProcess, processTree, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -116,11 +116,13 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     if (!child) return;
     for (const handle of [child, child.stdin, child.stdout, child.stderr] as Refable[]) handle?.[on ? "ref" : "unref"]?.();
   };
-  // Opened on first use: by then the engine's process exists below prlimit and bubblewrap.
+  // The engine process's /proc files: opened on first use (by then that process exists below
+  // prlimit and bubblewrap), closed when the host is gone and never opened again after.
   let waited: DelayProbe | undefined;
-  let resident: (() => number | undefined) | undefined;
+  let resident: ResidentProbe | undefined;
+  let gone = false;
   const waitedMs = () => {
-    if (!child?.pid) return 0;
+    if (!child?.pid || (gone && !waited)) return 0;
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
     return waited();
   };
@@ -138,7 +140,9 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     child.stdin?.on("error", () => {});
     // "close" comes after the stdio streams ended, so stderrTail holds V8's last words by then.
     child.on("close", (code, signal) => {
+      gone = true;
       waited?.close();
+      resident?.close();
       const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
       const last = line.replace(/^[#\s]+/, "").trim();
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -173,7 +177,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     },
     // Not once it ended: its pid may be another process's by then.
     measureEngine: () => {
-      if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
+      if (gone || child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
       resident ??= residentProbe(`/proc/${leafProcess(child.pid)}/statm`);
       return resident();
     },

@@ -8,7 +8,8 @@
  * new PID namespace → node), and a guest that escaped further could fork. Children are found through
  * every thread's /proc/<pid>/task/<tid>/children (a child belongs to the thread that forked it).
  */
-import { openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { procFile } from "./proc-file.ts";
 
 /** Whether this system lets the server measure a process (Linux /proc); elsewhere hosts' reports are all there is. */
 export const CAN_MEASURE_PROCESSES = (() => {
@@ -101,26 +102,18 @@ export function processTreeRss(pid: number): number | undefined {
 /** Page size for statm: 4 KiB on the Linux machines this runs on (x86-64, most arm64). */
 const PAGE_BYTES = 4096;
 
-/**
- * Resident bytes of one process from its `/proc/<pid>/statm` (second field, in pages), the file
- * kept open and re-read at offset 0; undefined once the process is gone or where it cannot be read.
- */
-export function residentProbe(path: string): () => number | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, "r");
-  } catch {
-    return () => undefined;
-  }
-  const buf = Buffer.alloc(128);
-  return () => {
-    try {
-      const text = buf.toString("latin1", 0, readSync(fd!, buf, 0, buf.length, 0));
-      const first = text.indexOf(" ");
-      const pages = Number(text.slice(first + 1, text.indexOf(" ", first + 1)));
-      return Number.isFinite(pages) ? pages * PAGE_BYTES : undefined;
-    } catch {
-      return undefined;
-    }
+export interface ResidentProbe {
+  /** Resident bytes now; undefined once the process is gone, after close, or where it cannot be read. */
+  (): number | undefined;
+  close(): void;
+}
+
+/** Resident bytes of one process, from its `/proc/<pid>/statm` (second field, in pages), kept open (proc-file.ts). */
+export function residentProbe(path: string): ResidentProbe {
+  const statm = procFile(path);
+  const probe = () => {
+    const pages = statm?.fields()?.[1];
+    return pages !== undefined && Number.isFinite(pages) ? pages * PAGE_BYTES : undefined;
   };
+  return Object.assign(probe, { close: () => statm?.close() });
 }

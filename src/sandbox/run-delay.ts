@@ -22,8 +22,8 @@
  * Where /proc/<pid>/schedstat cannot be read (not Linux, a kernel without schedstats), the probe
  * reads 0 and the clock is the wall clock, as before.
  */
-import { closeSync, openSync, readSync } from "node:fs";
 import type { DelayProbe } from "./deadline.ts";
+import { procFile } from "./proc-file.ts";
 
 const NO_DELAY: DelayProbe = Object.assign(() => 0, { close() {} });
 
@@ -37,26 +37,15 @@ export const RUN_DELAY_FILE = "/proc/thread-self/schedstat";
  * re-read at offset 0 (~3.5 µs a read).
  */
 export function delayProbe(file: string | number = RUN_DELAY_FILE): DelayProbe {
-  let fd: number;
-  try {
-    fd = typeof file === "number" ? file : openSync(file, "r");
-  } catch {
-    return NO_DELAY;
-  }
-  const buf = Buffer.alloc(96);
+  const schedstat = procFile(file);
+  if (!schedstat) return NO_DELAY;
   let last = 0;
   let lastRan = 0;
-  let open = true;
   const read = () => {
-    if (!open) return;
-    try {
-      const n = readSync(fd, buf, 0, buf.length, 0);
-      const [ran, delay] = buf.toString("latin1", 0, n).split(" ").map(Number);
-      if (Number.isFinite(delay)) last = Math.max(last, delay! / 1e6);
-      if (Number.isFinite(ran)) lastRan = Math.max(lastRan, ran! / 1e6);
-    } catch {
-      // The process is gone: its figures stay what they were.
-    }
+    // The process gone (or the probe closed): its figures stay what they were.
+    const [ran, delay] = schedstat.fields() ?? [];
+    if (Number.isFinite(delay)) last = Math.max(last, delay! / 1e6);
+    if (Number.isFinite(ran)) lastRan = Math.max(lastRan, ran! / 1e6);
   };
   const probe = () => {
     read();
@@ -67,15 +56,7 @@ export function delayProbe(file: string | number = RUN_DELAY_FILE): DelayProbe {
       read();
       return lastRan;
     },
-    close() {
-      if (!open) return;
-      open = false;
-      try {
-        closeSync(fd);
-      } catch {
-        // Already closed.
-      }
-    },
+    close: () => schedstat.close(),
   });
 }
 
