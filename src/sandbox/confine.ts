@@ -259,6 +259,8 @@ function bundleDirectory(): string {
 }
 
 const BUNDLE_PREFIX = "envworker-hosts-";
+/** A bundle directory's name: its server's pid, then mkdtemp's suffix. */
+const BUNDLE_NAME = new RegExp(`^${BUNDLE_PREFIX}(\\d+)-`);
 /** A bundle directory is removed at its server's exit; one a killed server left is removed later, once this old. */
 const ABANDONED_AFTER_MS = 60 * 60 * 1000;
 
@@ -269,7 +271,7 @@ const ABANDONED_AFTER_MS = 60 * 60 * 1000;
  */
 function removeAbandonedBundles(cache: string): void {
   for (const name of readdirSync(cache)) {
-    const pid = Number(new RegExp(`^${BUNDLE_PREFIX}(\\d+)-`).exec(name)?.[1]);
+    const pid = Number(BUNDLE_NAME.exec(name)?.[1]);
     if (!pid) continue;
     const path = join(cache, name);
     try {

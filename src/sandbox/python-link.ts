@@ -1,8 +1,9 @@
 /**
  * How the interpreter module (python-worker.ts) talks to the host process it runs in
  * (python-host.ts), on the same thread: the interrupt buffer, Pyodide's directory and the other
- * arguments it needs at load, and a port with the shape of a worker's message port (`postMessage`, `on("message")`), so
- * the interpreter's code reads as it did when it lived on a worker thread. This module is evaluated
+ * arguments it needs at load, and a port with the shape of a worker's message port
+ * (`postMessage`, `on("message")`), so the interpreter's code reads as it did when it lived on a
+ * worker thread. This module is evaluated
  * before the interpreter's (which imports it), so both are ready when the interpreter loads.
  */
 import type { PythonWorkerMessage, PythonWorkerRequest } from "./python-worker.ts";

@@ -12,9 +12,9 @@
  *
  * A run: set the per-run stdin/limits, call the runner (it returns a JSON report), answer the host,
  * then RESTORE the snapshot: the memory is put back (only the pages the run wrote, where the kernel
- * can tell; what the run grew is zeroed), the stack pointer reset and the JS-side state put back. Nothing a run defines, imports,
- * patches or writes survives it, and the next run starts from the same interpreter state as the
- * first. The restore happens after the answer is sent, off the run's latency.
+ * can tell; what the run grew is zeroed), the stack pointer reset and the JS-side state put back.
+ * Nothing a run defines, imports, patches or writes survives it, and the next run starts from the
+ * same interpreter state as the first. The restore happens after the answer is sent, off the run's latency.
  *
  * Limits enforced here: memory (growth of the WebAssembly memory past the run's limit is refused,
  * so the allocation fails with MemoryError, and the run is reported as MemoryLimitError) and output
@@ -153,7 +153,7 @@ type EmscriptenFS = {
 };
 
 interface Snapshot {
-  /** The whole linear memory, put back after each run by copying only the pages the run wrote where the kernel can tell. */
+  /** The whole linear memory, put back after each run (only the pages the run wrote, where the kernel can tell). */
   memory: MemoryImage;
   /** Size of the memory at snapshot time. */
   size: number;

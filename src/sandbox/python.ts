@@ -55,6 +55,8 @@ export interface PythonSandboxOptions {
 }
 
 const WATCHDOG_SLACK_MS = 500;
+/** The module that tells which pages a run wrote (memory-image.ts), where `npm install` built it. */
+const DIRTY_PAGES_ADDON = dirtyPagesAddon();
 const MiB = 1024 * 1024;
 
 /**
@@ -65,10 +67,9 @@ const MiB = 1024 * 1024;
  * stack for the interpreter on the main thread: Python-to-Python calls use no C stack, but C-level
  * recursion (repr/json of deeply nested data, the parser) does; measured, with 4 MiB it overflowed
  * (a fatal error of the interpreter) before CPython's own C-stack check fired, with 64 MiB
- * CPython's check or the time limit ends such runs first.
+ * CPython's check or the time limit ends such runs first. Native addons only where
+ * native/wasm-dirty is built: the interpreter loads it (its restore copies only written pages).
  */
-const DIRTY_PAGES_ADDON = dirtyPagesAddon();
-
 export const PYTHON_PROFILE: ConfinementProfile = {
   name: "python",
   entries: { "python-host": siblingModule("python-host", import.meta.url), "python-timer": siblingModule("python-timer", import.meta.url) },
@@ -79,7 +80,6 @@ export const PYTHON_PROFILE: ConfinementProfile = {
   nodeFlags: ["--max-old-space-size=256"],
   addressSpaceMb: 24 * 1024,
   stackMb: 64,
-  // The module that tells which pages a run wrote (memory-image.ts), where it was built.
   ...(DIRTY_PAGES_ADDON ? { addons: true, readable: [dirname(DIRTY_PAGES_ADDON)] } : {}),
 };
 
