@@ -13,6 +13,7 @@ import { MemoryEpisodeStore } from "./server/episode-store.ts";
 import { createSandbox, scopedSandbox, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
 import { DEFAULT_CLIENT_SHARE_PCT, DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { clientIdentity, nodeAddress } from "./server/client-id.ts";
+import { isLoopbackListen } from "./server/browser-guards.ts";
 import { EnvThreadPool } from "./node/env-threads.ts";
 import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
@@ -83,13 +84,17 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     engine,
     clientOf,
     budget,
-    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget, clientOf }),
+    webSocket: sessionWebSocket(ws.upgradeWebSocket, host, { maxWsMessageBytes: config.maxWsMessageBytes, engine, budget }),
     maxBodyBytes: config.maxBodyBytes,
     // Bodies arriving are held against the memory budget too (many slow large bodies at once).
     readBody: (c, max) => readNodeBody(c, max, budget),
     // And large answers on their way out (many connections not reading them).
     answers: nodeAnswers(budget),
     token: config.token,
+    // Browsers: only this server's own pages (and listed origins); on a loopback address, only
+    // loopback Host names (DNS rebinding).
+    allowedOrigins: config.allowedOrigins,
+    loopbackOnly: isLoopbackListen(config.host ?? "127.0.0.1"),
   });
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.

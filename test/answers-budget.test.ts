@@ -12,7 +12,7 @@ import { ApiError } from "../src/env/errors.ts";
 import { nodeAnswers } from "../src/node/node-answers.ts";
 import { createApp, type AnswerHolder } from "../src/server/app.ts";
 import { inlineEngine } from "../src/server/engine.ts";
-import { StoreEpisodeHost } from "../src/server/episode-host.ts";
+import { episodeKey, StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { MemoryBudget, OVERLOADED_RETRY_AFTER_S, SMALL_ARRIVING_BYTES } from "../src/server/memory.ts";
 import { WsSession, wsReplyText } from "../src/server/ws-session.ts";
@@ -81,7 +81,7 @@ describe("the state route and the state answer kept made", () => {
     const store = new MemoryEpisodeStore();
     const host = new StoreEpisodeHost(store, inlineEngine({}));
     const { calls, answers } = recording();
-    const app = createApp({ envs: [reverseText], host, answers });
+    const app = createApp({ envs: [reverseText], host, answers, clientOf: () => "one client" });
     const { episode_id } = await post(app, "/envs/reverse-text/reset", { seed: 3 });
     const stateOf = async () => {
       const r = await app.request(`/envs/reverse-text/state?episode_id=${episode_id}`);
@@ -90,17 +90,18 @@ describe("the state route and the state answer kept made", () => {
     const before = await stateOf();
     expect(before.status).toBe(200);
     expect(JSON.parse(before.text)).toMatchObject({ episode_id, step_count: 0, done: false });
-    expect(calls.room).toEqual([store.bytesOf(episode_id)]);
+    const key = episodeKey("one client", episode_id);
+    expect(calls.room).toEqual([store.bytesOf(key)]);
     expect(calls.hold.at(-1)).toBe(2 * before.text.length);
     expect((await stateOf()).text).toBe(before.text); // asked again: the same answer
     await post(app, "/envs/reverse-text/step", { episode_id, action: { content: "x".repeat(5000) } });
     const after = await stateOf();
     expect(JSON.parse(after.text)).toMatchObject({ episode_id, step_count: 1, done: true });
     expect(after.text).toContain("x".repeat(5000));
-    expect(calls.room.at(-1)).toBe(store.bytesOf(episode_id));
-    expect(store.bytesOf(episode_id)).toBeGreaterThan(10_000);
-    // The WebSocket session answers the same state, from the same kept answer.
-    const session = new WsSession(reverseText, host, { maxMessageBytes: 1 << 20 });
+    expect(calls.room.at(-1)).toBe(store.bytesOf(key));
+    expect(store.bytesOf(key)).toBeGreaterThan(10_000);
+    // The WebSocket session (of the same client) answers the same state, from the same kept answer.
+    const session = new WsSession(reverseText, host, { maxMessageBytes: 1 << 20, client: "one client" });
     await session.handle(JSON.stringify({ type: "reset", data: { episode_id: "ws-episode", seed: 3 } }));
     const ws = (await session.handle(JSON.stringify({ type: "state" }))).reply!;
     const http = await app.request("/envs/reverse-text/state?episode_id=ws-episode");
@@ -110,7 +111,7 @@ describe("the state route and the state answer kept made", () => {
   it("answers are JSON by their content type; a host that cannot tell a state's size asks for room for 0 bytes", async () => {
     const inner = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
     // A host with only the EpisodeHost basics (no stateBytes, no stateJson), as a platform may have.
-    const host = { reset: inner.reset.bind(inner), step: inner.step.bind(inner), state: inner.state.bind(inner), close: inner.close.bind(inner) };
+    const host = { reset: inner.reset.bind(inner), step: inner.step.bind(inner), state: inner.state.bind(inner), close: inner.close.bind(inner), exists: inner.exists.bind(inner) };
     const { calls, answers } = recording();
     const app = createApp({ envs: [reverseText], host, answers });
     const reset = await app.request("/envs/reverse-text/reset", { method: "POST", body: "{}", headers: { "content-type": "application/json" } });

@@ -348,6 +348,7 @@ describe("a freshly built app", () => {
           throw new ApiError("UNKNOWN_EPISODE", "no such episode");
         },
         close: async () => true,
+        exists: async () => false,
       };
       const app = build({ host: failing });
       const busy = await json(postJson(app, "/envs/reverse-text/reset", {}));
@@ -378,9 +379,10 @@ describe("a freshly built app", () => {
       // A host that takes a known minimum time, so the logged duration can be checked both ways.
       const base = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
       const slow: EpisodeHost = {
-        reset: (env, opts) => base.reset(env, opts),
-        step: (env, id, action) => base.step(env, id, action),
-        close: (env, id) => base.close(env, id),
+        reset: (env, opts, client) => base.reset(env, opts, client),
+        step: (env, id, action, client) => base.step(env, id, action, client),
+        close: (env, id, client) => base.close(env, id, client),
+        exists: (env, id, client) => base.exists(env, id, client),
         state: async () => {
           await new Promise((r) => setTimeout(r, 60));
           return { ok: true };

@@ -94,15 +94,16 @@ describe("episode ids chosen by the client", () => {
     const { inlineEngine } = await import("../src/server/engine.ts");
     const { slow } = await import("./fixtures/test-envs.ts");
     const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine());
-    await host.reset(slow, { episode_id: "rollout-17", seed: 1, args: { delay_ms: 200 } });
-    const oldStep = host.step(slow, "rollout-17", { content: "ok" });
+    const client = "a client";
+    await host.reset(slow, { episode_id: "rollout-17", seed: 1, args: { delay_ms: 200 } }, client);
+    const oldStep = host.step(slow, "rollout-17", { content: "ok" }, client);
     await new Promise((r) => setTimeout(r, 20));
-    const closed = host.close(slow, "rollout-17");
-    const fresh = host.reset(slow, { episode_id: "rollout-17", seed: 7, args: { delay_ms: 0 } });
+    const closed = host.close(slow, "rollout-17", client);
+    const fresh = host.reset(slow, { episode_id: "rollout-17", seed: 7, args: { delay_ms: 0 } }, client);
     expect((await oldStep).done).toBe(true);
     await closed;
     await fresh;
-    expect(await host.state(slow, "rollout-17")).toMatchObject({ seed: 7, step_count: 0, done: false });
+    expect(await host.state(slow, "rollout-17", client)).toMatchObject({ seed: 7, step_count: 0, done: false });
   });
 });
 

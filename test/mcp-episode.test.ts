@@ -134,7 +134,7 @@ describe("over the WebSocket (MCPToolClient's step data)", () => {
     const done = await send({ type: "step", data: { type: "call_tool", tool_name: "submit", arguments: { content: "\\boxed{0}" } } });
     expect(done.data.done).toBe(true);
     expect(done.data.observation.result.data.reward).toBe(done.data.reward);
-    const st = await host.state(mathTools, s.currentEpisodeId!);
+    const st = await host.state(mathTools, s.currentEpisodeId!, undefined);
     expect(st.reward).toBe(done.data.reward);
     expect((st.metrics as any).num_tool_calls).toBe(1);
   });

@@ -41,17 +41,18 @@ class GatedHost implements EpisodeHost {
     this.gate = undefined;
     this.openGate?.();
   }
-  reset: EpisodeHost["reset"] = (env, opts) => (this.calls.reset++, this.inner.reset(env, opts));
-  step: EpisodeHost["step"] = (env, id, action) => (this.calls.step++, this.inner.step(env, id, action));
-  close: EpisodeHost["close"] = (env, id) => (this.calls.close++, this.inner.close(env, id));
-  state: EpisodeHost["state"] = async (env, id) => {
+  reset: EpisodeHost["reset"] = (env, opts, client) => (this.calls.reset++, this.inner.reset(env, opts, client));
+  step: EpisodeHost["step"] = (env, id, action, client) => (this.calls.step++, this.inner.step(env, id, action, client));
+  close: EpisodeHost["close"] = (env, id, client) => (this.calls.close++, this.inner.close(env, id, client));
+  exists: EpisodeHost["exists"] = (env, id, client) => this.inner.exists(env, id, client);
+  state: EpisodeHost["state"] = async (env, id, client) => {
     this.calls.state++;
     const gate = this.gate;
     if (gate) {
       this.onEnter?.();
       await gate;
     }
-    return this.inner.state(env, id);
+    return this.inner.state(env, id, client);
   };
 }
 

@@ -20,20 +20,13 @@ function recordingHost() {
   const inner = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
   const closes: unknown[] = [];
   const host: EpisodeHost = {
-    reset: (env, opts) => inner.reset(env, opts),
-    step: (env, id, action) => inner.step(env, id, action),
-    state: (env, id) => inner.state(env, id),
-    close: (env, id) => (closes.push(id), inner.close(env, id)),
+    reset: (env, opts, client) => inner.reset(env, opts, client),
+    step: (env, id, action, client) => inner.step(env, id, action, client),
+    state: (env, id, client) => inner.state(env, id, client),
+    close: (env, id, client) => (closes.push(id), inner.close(env, id, client)),
+    exists: (env, id, client) => inner.exists(env, id, client),
   };
   return { host, closes };
-}
-
-/** An inline engine that writes down the fairness key of each MCP call. */
-function recordingEngine() {
-  const inline = inlineEngine({});
-  const keys: string[] = [];
-  const engine: Pick<EnvEngine, "mcp"> = { mcp: (env, body, scope) => (keys.push(scope.key), inline.mcp(env, body, scope)) };
-  return { engine, keys };
 }
 
 const session = (host: EpisodeHost = recordingHost().host, engine?: Pick<EnvEngine, "mcp">) => new WsSession(reverseText, host, { maxMessageBytes: 1000, ...(engine ? { engine } : {}) });
@@ -105,20 +98,32 @@ describe("WsSession", () => {
     expect(closes).toHaveLength(1);
   });
 
-  it("runs MCP on the engine it is given, queued under the connection until a reset, then under the episode", async () => {
-    const { engine, keys } = recordingEngine();
-    const a = session(undefined, engine);
-    const b = session(undefined, engine);
+  it("runs stateless MCP as its client's (key and client), whichever socket and episode; a connection without a client is its own", async () => {
+    const inline = inlineEngine({});
+    const scopes: { key: string; client?: string | undefined }[] = [];
+    const engine: Pick<EnvEngine, "mcp"> = { mcp: (env, body, scope) => (scopes.push({ key: scope.key, client: scope.client }), inline.mcp(env, body, scope)) };
+    const host = recordingHost().host;
+    const ofClient = () => new WsSession(reverseText, host, { maxMessageBytes: 1000, engine, client: "address 10.0.0.1" });
+    const [a, b] = [ofClient(), ofClient()];
     const ping = { type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "ping" } };
     expect(await reply(a, ping)).toEqual({ type: "mcp", data: { jsonrpc: "2.0", id: 1, result: {} } });
     await reply(b, ping);
-    const r = await reply(a, { type: "reset", data: { seed: 1 } });
+    await reply(a, { type: "reset", data: { seed: 1 } });
     await reply(a, ping);
-    expect(keys).toHaveLength(3);
-    expect(keys[0]).toMatch(/^ws:./);
-    expect(keys[1]).toMatch(/^ws:./);
-    expect(keys[0]).not.toBe(keys[1]);
-    expect(keys[2]).toBe(r?.data.episode_id);
+    // Two sockets of one address, before and after a reset: one client, one fairness key.
+    expect(scopes).toEqual(Array(3).fill({ key: "address 10.0.0.1", client: "address 10.0.0.1" }));
+
+    scopes.length = 0;
+    const [c, d] = [session(undefined, engine), session(undefined, engine)];
+    await reply(c, ping);
+    await reply(d, ping);
+    await reply(c, { type: "reset", data: { seed: 1 } });
+    await reply(c, ping);
+    expect(scopes.map((x) => x.client)).toEqual([undefined, undefined, undefined]);
+    expect(scopes[0]!.key).toMatch(/^ws:./);
+    expect(scopes[1]!.key).toMatch(/^ws:./);
+    expect(scopes[0]!.key).not.toBe(scopes[1]!.key);
+    expect(scopes[2]!.key).toBe(scopes[0]!.key);
   });
 
   it("runs MCP with the services it is given when no engine is", async () => {

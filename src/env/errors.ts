@@ -14,6 +14,8 @@ export type ErrorCode =
   | "CAPACITY_REACHED"
   | "OVERLOADED"
   | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "UNSUPPORTED_MEDIA_TYPE"
   | "NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "EXECUTION_ERROR"
@@ -30,10 +32,14 @@ const STATUS: Record<ErrorCode, number> = {
   EPISODE_EXISTS: 409,
   EPISODE_DONE: 409,
   PAYLOAD_TOO_LARGE: 413,
+  // A JSON route sent a body that is not application/json (a form post, a text/plain fetch).
+  UNSUPPORTED_MEDIA_TYPE: 415,
   CAPACITY_REACHED: 429,
   // The memory budget is used up: retry after a while (Retry-After), nothing was lost.
   OVERLOADED: 503,
   UNAUTHORIZED: 401,
+  // A browser request from another origin, or a Host name that is not this server's (browser-guards.ts).
+  FORBIDDEN: 403,
   // An environment's own code failed on this request (respond, reset, a generator): reported with
   // the code and logged with the stack, never a crash. Not 5xx: retrying the same request fails
   // the same way, and the episode is kept as it was.

@@ -6,7 +6,7 @@
 import type { Environment } from "../env/environment.ts";
 import type { Services } from "../env/services.ts";
 import type { StepResult } from "../env/episode.ts";
-import { StoreEpisodeHost } from "../server/episode-host.ts";
+import { episodeKey, StoreEpisodeHost } from "../server/episode-host.ts";
 import { inlineEngine, type ScopeServices } from "../server/engine.ts";
 import { MemoryEpisodeStore } from "../server/episode-store.ts";
 import { ApiError } from "../env/errors.ts";
@@ -75,7 +75,7 @@ export class InProcessDriver implements EpisodeDriver {
 
   async reset(params: ResetParams): Promise<StepResult> {
     try {
-      return await this.host.reset(this.environment, params);
+      return await this.host.reset(this.environment, params, undefined);
     } catch (err) {
       throw asEnvError("reset", err);
     }
@@ -90,18 +90,18 @@ export class InProcessDriver implements EpisodeDriver {
       throw new EnvCallError("step", "VALIDATION_ERROR", `the action does not match the schema (${issues})`, 400);
     }
     try {
-      return await this.host.step(this.environment, episodeId, parsed.data as Action);
+      return await this.host.step(this.environment, episodeId, parsed.data as Action, undefined);
     } catch (err) {
       throw asEnvError("step", err);
     }
   }
 
   async close(episodeId: string): Promise<void> {
-    this.store.delete(episodeId);
+    this.store.delete(episodeKey(undefined, episodeId));
   }
 
   async example(episodeId: string): Promise<ExampleDetails | null> {
-    const s = this.store.get(episodeId);
+    const s = this.store.get(episodeKey(undefined, episodeId));
     return s ? { answer: s.answer, info: s.info } : null;
   }
 }

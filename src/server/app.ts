@@ -21,6 +21,7 @@ import { OVERLOADED_RETRY_AFTER_S, SMALL_ARRIVING_BYTES, type MemoryBudget } fro
 import { clientIdentity, type ClientOf } from "./client-id.ts";
 import { ownTurn } from "./turns.ts";
 import { requireToken } from "./auth.ts";
+import { browserGuards } from "./browser-guards.ts";
 import { readWebBody, type BodyReader } from "./body.ts";
 import { jsonHeapBytes, NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
@@ -62,9 +63,21 @@ export interface AppOptions {
   answers?: AnswerHolder;
   /** When set, every route but `GET /health` requires this bearer token (see auth.ts). */
   token?: string | undefined;
+  /** Origins besides the server's own whose pages may call it (ENVWORKER_ALLOWED_ORIGINS; browser-guards.ts). */
+  allowedOrigins?: readonly string[] | undefined;
+  /** The server listens on a loopback address: Host names that are not loopback ones are refused (DNS rebinding; browser-guards.ts). */
+  loopbackOnly?: boolean | undefined;
 }
 
-export type AppEnv = { Variables: { env: Environment } };
+export type AppEnv = {
+  Variables: {
+    env: Environment;
+    /** Who asks (clientOf): the client an episode of this request belongs to. */
+    client: string;
+    /** `B/ws?session_id=S`: the episode S (of this client) the WebSocket attaches to. */
+    attach: string | undefined;
+  };
+};
 
 /** How a platform holds answers on their way out against its memory budget. */
 export interface AnswerHolder {
@@ -131,7 +144,15 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
    * requests has no room for it.
    */
   async function readBodyText(c: Context): Promise<string> {
+    // JSON routes take JSON only: a form post or a text/plain fetch from a web page (sent without
+    // a CORS preflight) is refused before anything is read or parsed.
+    const type = c.req.header("content-type");
+    if (type !== undefined && !isJsonType(type)) {
+      c.header("connection", "close"); // its body is not read
+      throw notJson(type);
+    }
     const text = await readText(c, maxBody);
+    if (type === undefined && text.length > 0) throw notJson(type);
     if (text.length > SMALL_ARRIVING_BYTES) {
       if (opts.budget) {
         // Room for at least its text, before the cost of parsing it is paid.
@@ -178,6 +199,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       throw new ApiError("UNKNOWN_ENV", why ? `${JSON.stringify(name)} is not served here: ${why}` : `unknown environment ${JSON.stringify(name)}; GET /envs lists them`);
     }
     c.set("env", env);
+    c.set("client", clientOf(c));
     try {
       await next();
     } finally {
@@ -228,25 +250,26 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     // An `example` reference is resolved where environment code runs (the engine), like the rest of a reset.
     return answer(
       c,
-      await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true, (err) => resetErrorMessage(err, "request body does not match the schema", true)), clientOf(c)),
+      await opts.host.reset(c.get("env"), await readBody(c, HttpResetRequestSchema, true, (err) => resetErrorMessage(err, "request body does not match the schema", true)), c.get("client")),
     );
   });
   app.post(`${b}/step`, async (c) => {
     const req = await readBody(c, StepRequestSchema);
-    return answer(c, await opts.host.step(c.get("env"), req.episode_id, req.action, c.req.raw.signal));
+    return answer(c, await opts.host.step(c.get("env"), req.episode_id, req.action, c.get("client"), c.req.raw.signal));
   });
   app.get(`${b}/state`, async (c) => {
     const id = c.req.query("episode_id");
     if (!id) throw new ApiError("VALIDATION_ERROR", "episode_id query parameter is required");
     // A whole episode, possibly megabytes: not made while answers nobody reads fill their share
     // (a client pipelining requests for it would otherwise cost a copy each).
-    opts.answers?.room(c, opts.host.stateBytes?.(id) ?? 0);
+    const client = c.get("client");
+    opts.answers?.room(c, opts.host.stateBytes?.(id, client) ?? 0);
     const env = c.get("env");
-    return opts.host.stateJson ? answerJson(c, await opts.host.stateJson(env, id)) : answer(c, await opts.host.state(env, id));
+    return opts.host.stateJson ? answerJson(c, await opts.host.stateJson(env, id, client)) : answer(c, await opts.host.state(env, id, client));
   });
   app.post(`${b}/close`, async (c) => {
     const req = await readBody(c, CloseRequestSchema);
-    await opts.host.close(c.get("env"), req.episode_id);
+    await opts.host.close(c.get("env"), req.episode_id, c.get("client"));
     return c.json({ episode_id: req.episode_id, closed: true });
   });
   app.post(`${b}/score`, async (c) => {
@@ -269,7 +292,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     }
     if (text.length > SMALL_ARRIVING_BYTES) holdParsed(c, body);
     // OpenEnv's production mode: sessions are episodes, their tool calls are steps (mcp-episode.ts).
-    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body, clientOf(c), c.req.raw.signal));
+    if (isEpisodeMcp(body)) return answer(c, await handleEpisodeMcp(c.get("env"), opts.host, body, c.get("client"), c.req.raw.signal));
     const response = await engine.mcp(c.get("env"), body, scopeOf(c));
     return response === null ? c.body(null, 202) : answer(c, response);
   });
@@ -279,6 +302,15 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
       return c.json(new ApiError("VALIDATION_ERROR", "this route speaks WebSocket: send an Upgrade: websocket request").toJSON(), 426);
     }
     if (!opts.webSocket) throw new ApiError("NOT_FOUND", "WebSocket is not available on this server");
+    // OpenEnv's MCP clients create a session over HTTP (`openenv/session/create`), then open
+    // `B/ws?session_id=S` so that the socket's reset/step/state and their HTTP tool calls play the
+    // same episode. Only the client's own: another client's S is unknown (404), as a made-up one is.
+    const attach = c.req.query("session_id") || undefined;
+    if (attach !== undefined) {
+      const env = c.get("env");
+      if (!(await opts.host.exists(env, attach, c.get("client")))) throw new ApiError("UNKNOWN_EPISODE", `no open episode ${attach} in ${env.name}`);
+    }
+    c.set("attach", attach);
     return opts.webSocket(c, next);
   });
 
@@ -308,6 +340,8 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     return c.json(e.toJSON(), e.status as 400);
   });
   root.notFound((c) => c.json(new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
+  // Before the token check: a page of another origin (or a DNS-rebound name) is refused whatever it sends.
+  root.use("*", browserGuards({ allowedOrigins: opts.allowedOrigins, loopbackOnly: opts.loopbackOnly }));
   if (opts.token) {
     const auth = requireToken(opts.token);
     root.use("/t/:token/*", auth);
@@ -322,13 +356,15 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
 export function sessionWebSocket(
   upgrade: UpgradeWebSocket<any>,
   host: EpisodeHost,
-  opts: { maxWsMessageBytes?: number | undefined; services?: Services | ScopeServices | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined; clientOf?: ClientOf | undefined } = {},
+  opts: { maxWsMessageBytes?: number | undefined; services?: Services | ScopeServices | undefined; engine?: EnvEngine | undefined; budget?: MemoryBudget | undefined } = {},
 ): MiddlewareHandler<AppEnv> {
   const maxMessageBytes = opts.maxWsMessageBytes ?? 1 << 20;
   const engine = opts.engine ?? inlineEngine(opts.services ?? {});
   return upgrade((c) => {
-    const client = opts.clientOf?.(c);
-    return wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine, client }), opts.budget, 2 * maxMessageBytes, client);
+    // The socket is its token's or address's client (the app's clientOf), for everything it does:
+    // its episodes, its stateless MCP calls' turns in the fair queues, its sandbox hosts.
+    const client = c.get("client");
+    return wsHandlers(new WsSession(c.get("env"), host, { maxMessageBytes, engine, client, attached: c.get("attach") }), opts.budget, 2 * maxMessageBytes, client);
   });
 }
 
@@ -439,4 +475,14 @@ export function wsHandlers(session: WsSession, budget: MemoryBudget | undefined,
       enqueue(() => session.dispose());
     },
   };
+}
+
+/** Whether a Content-Type names JSON: `application/json` (any parameters, such as charset) or a `+json` type. */
+export function isJsonType(contentType: string): boolean {
+  const type = contentType.split(";")[0]!.trim().toLowerCase();
+  return type === "application/json" || /^application\/[a-z0-9!#$&^_.-]+\+json$/.test(type);
+}
+
+function notJson(type: string | undefined): ApiError {
+  return new ApiError("UNSUPPORTED_MEDIA_TYPE", `this route takes a JSON body: send Content-Type: application/json${type === undefined ? "" : `, not ${JSON.stringify(type)}`}`);
 }

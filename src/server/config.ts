@@ -1,4 +1,6 @@
 /** Server settings from the environment, each with its documented default. */
+import { allowedOrigins } from "./browser-guards.ts";
+
 export interface ServerConfig {
   host: string;
   port: number;
@@ -20,6 +22,11 @@ export interface ServerConfig {
   sandboxAffinity: SandboxAffinity;
   /** Bearer token required on every route but /health; unset = open. */
   token: string | undefined;
+  /**
+   * Origins besides the server's own whose pages may call the server from a browser
+   * (ENVWORKER_ALLOWED_ORIGINS, comma-separated; they get CORS headers). Default: none.
+   */
+  allowedOrigins: string[];
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
   /** Deadline of one call into environment code (reset, step, score, a tool call over MCP). */
@@ -118,6 +125,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     sandboxConcurrency: int(env, "ENVWORKER_SANDBOX_CONCURRENCY", 0),
     sandboxAffinity: affinity(env.ENVWORKER_SANDBOX_AFFINITY),
     token: env.ENVWORKER_TOKEN || undefined,
+    allowedOrigins: allowedOrigins(env.ENVWORKER_ALLOWED_ORIGINS),
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,

@@ -5,20 +5,25 @@
 import { ApiError } from "../env/errors.ts";
 import type { EpisodeState } from "../env/episode.ts";
 
+/**
+ * Episodes are stored under a key: their id as the client knows it, scoped to the client that owns
+ * them (episode-host.ts episodeKey), so two clients' episodes never share a key, whatever ids they
+ * choose. `key` defaults to the state's own id (in-process use, one client).
+ */
 export interface EpisodeStore {
   /**
    * Add a new episode; CAPACITY_REACHED when full (or when `client`, who it is kept for, has its
-   * share of the episodes), EPISODE_EXISTS when the id is taken.
+   * share of the episodes), EPISODE_EXISTS when the key is taken.
    */
-  create(state: EpisodeState, bytes?: number, client?: string): Promise<void> | void;
+  create(state: EpisodeState, bytes?: number, client?: string, key?: string): Promise<void> | void;
   /** The episode, or undefined when unknown or expired. Counts as activity. */
-  get(id: string): Promise<EpisodeState | undefined> | EpisodeState | undefined;
-  put(state: EpisodeState, bytes?: number): Promise<void> | void;
-  delete(id: string): Promise<boolean> | boolean;
+  get(key: string): Promise<EpisodeState | undefined> | EpisodeState | undefined;
+  put(state: EpisodeState, bytes?: number, key?: string): Promise<void> | void;
+  delete(key: string): Promise<boolean> | boolean;
   /** What an episode's stored state costs in bytes (stores that keep a memory budget). */
-  bytesOf?(id: string): number;
+  bytesOf?(key: string): number;
   /** The client an episode is kept for (stores that keep a memory budget). */
-  clientOf?(id: string): string | undefined;
+  clientOf?(key: string): string | undefined;
 }
 
 export interface MemoryStoreOptions {
@@ -125,9 +130,9 @@ export class MemoryEpisodeStore implements EpisodeStore {
     return dropped;
   }
 
-  create(state: EpisodeState, bytes = 0, client?: string): void {
+  create(state: EpisodeState, bytes = 0, client?: string, key = state.episode_id): void {
     this.expireIdle();
-    if (this.entries.has(state.episode_id)) {
+    if (this.entries.has(key)) {
       throw new ApiError("EPISODE_EXISTS", `episode ${state.episode_id} already exists`);
     }
     if (this.entries.size >= this.maxEpisodes) {
@@ -142,7 +147,7 @@ export class MemoryEpisodeStore implements EpisodeStore {
         max_sessions: this.maxEpisodesPerClient,
       });
     }
-    this.entries.set(state.episode_id, { state, lastUsed: this.now(), bytes, client });
+    this.entries.set(key, { state, lastUsed: this.now(), bytes, client });
     this.totalBytes += bytes;
     this.count(client, 1, bytes);
   }
@@ -159,15 +164,15 @@ export class MemoryEpisodeStore implements EpisodeStore {
     return e.state;
   }
 
-  put(state: EpisodeState, bytes = 0): void {
-    const e = this.entries.get(state.episode_id);
+  put(state: EpisodeState, bytes = 0, key = state.episode_id): void {
+    const e = this.entries.get(key);
     // An episode closed or expired while its step ran stays gone.
     if (!e) return;
     e.state = state;
     this.totalBytes += bytes - e.bytes;
     this.count(e.client, 0, bytes - e.bytes);
     e.bytes = bytes;
-    this.touch(state.episode_id, e, this.now());
+    this.touch(key, e, this.now());
   }
 
   delete(id: string): boolean {

@@ -111,9 +111,17 @@ export function specialStep(data: unknown): SpecialStep | undefined {
 }
 
 /** Play one tool call (or a submit) on an episode: the step's result with OpenEnv's CallToolObservation fields added. */
-export async function stepToolCall(env: Environment, host: EpisodeHost, episodeId: string, name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<StepResult> {
+export async function stepToolCall(
+  env: Environment,
+  host: EpisodeHost,
+  episodeId: string,
+  name: string,
+  args: Record<string, unknown>,
+  client: string | undefined,
+  signal?: AbortSignal,
+): Promise<StepResult> {
   const action = toolCallAction(env, name, args);
-  const step = await host.step(env, episodeId, action, signal);
+  const step = await host.step(env, episodeId, action, client, signal);
   const result = mcpResultOfStep(name, step, action.tool_calls === undefined);
   return { ...step, observation: { ...step.observation, tool_name: name, result, error: null } as StepResult["observation"] };
 }
@@ -146,7 +154,8 @@ export function isEpisodeMcp(body: unknown): boolean {
  * OpenEnv's production-mode MCP on episodes. `openenv/session/create` takes reset's fields as
  * params (all optional) and answers `{session_id, episode_id, observation}`: the session id is the
  * episode id, and the observation carries the prompt. `client`: who asks (client-id.ts): the
- * episode is kept in that client's share, as a reset's is. `signal`: the caller gave up (an HTTP
+ * episode is that client's, kept in its share, as a reset's is; the other methods find only the
+ * client's own sessions. `signal`: the caller gave up (an HTTP
  * client gone): its tool call is cancelled, as a step's is.
  */
 export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body: unknown, client: string | undefined, signal?: AbortSignal): Promise<JsonRpcResponse> {
@@ -165,19 +174,20 @@ export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body
       case "openenv/session/close": {
         const p = SessionParams.safeParse(params);
         if (!p.success) return rpcError(id, RPC.INVALID_PARAMS, "Invalid params - 'session_id' is required");
-        await host.close(env, p.data.session_id);
+        await host.close(env, p.data.session_id, client);
         return { jsonrpc: "2.0", id, result: { session_id: p.data.session_id, closed: true } };
       }
       case "tools/list": {
         const p = SessionParams.safeParse(params);
         if (!p.success) return rpcError(id, RPC.INVALID_PARAMS, "session_id must be a string");
-        await host.state(env, p.data.session_id); // an unknown session is an error, as in OpenEnv
+        // An unknown session is an error, as in OpenEnv; another client's is unknown.
+        if (!(await host.exists(env, p.data.session_id, client))) throw new ApiError("UNKNOWN_EPISODE", `no open episode ${p.data.session_id} in ${env.name}`);
         return { jsonrpc: "2.0", id, result: { tools: episodeTools(env) } };
       }
       case "tools/call": {
         const p = CallParams.safeParse(params);
         if (!p.success) return rpcError(id, RPC.INVALID_PARAMS, "tools/call needs params {name, arguments, session_id}", zodIssues(p.error));
-        const step = await stepToolCall(env, host, p.data.session_id, p.data.name, p.data.arguments ?? {}, signal);
+        const step = await stepToolCall(env, host, p.data.session_id, p.data.name, p.data.arguments ?? {}, client, signal);
         const observation = step.observation as unknown as { result: Record<string, unknown> };
         return { jsonrpc: "2.0", id, result: { ...observation.result, _meta: { episode_id: step.episode_id, done: step.done, reward: step.reward } } };
       }

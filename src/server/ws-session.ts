@@ -48,23 +48,34 @@ export interface WsSessionOptions {
   services?: Services | ScopeServices;
   /** The episode this connection already plays (a hibernated Durable Object socket resuming). */
   episodeId?: string | undefined;
-  /** Who the client is (client-id.ts): its episodes are kept in its share. */
+  /**
+   * Who the client is (client-id.ts): its token's or address's. Its episodes are its own (found
+   * under it only) and kept in its share; its stateless MCP calls queue and run as that client's.
+   */
   client?: string | undefined;
+  /**
+   * `B/ws?session_id=S`: the socket plays the client's existing episode S (OpenEnv's MCP clients
+   * create it over HTTP first). A reset replaces S in place, keeping its id, so tool calls over
+   * HTTP naming S play what the socket plays; closing the socket leaves S open (its owner closes
+   * it with `openenv/session/close` or `POST B/close`).
+   */
+  attached?: string | undefined;
 }
 
 export class WsSession {
   private episodeId: string | undefined;
   private readonly engine: Pick<EnvEngine, "mcp">;
-  /** The fairness key of this connection's stateless calls (MCP). */
-  private readonly connectionKey = `ws:${crypto.randomUUID()}`;
+  /** The client this connection's calls run as (a connection without one, in process, is its own). */
+  private readonly client: string | undefined;
 
   constructor(
     private readonly env: Environment,
     private readonly host: EpisodeHost,
     private readonly opts: WsSessionOptions,
   ) {
-    this.episodeId = opts.episodeId;
+    this.episodeId = opts.episodeId ?? opts.attached;
     this.engine = opts.engine ?? inlineEngine(opts.services ?? {});
+    this.client = opts.client;
   }
 
   /** The episode this connection plays, if any. */
@@ -81,11 +92,11 @@ export class WsSession {
     }
   }
 
-  /** The connection is gone: free its episode. */
+  /** The connection is gone: free its episode (not an attached one: that belongs to its HTTP session). */
   async dispose(): Promise<void> {
     const id = this.episodeId;
     this.episodeId = undefined;
-    if (id) await this.host.close(this.env, id).catch(() => undefined);
+    if (id && this.opts.attached === undefined) await this.host.close(this.env, id, this.client).catch(() => undefined);
   }
 
   private async dispatch(raw: string): Promise<{ reply?: WsReply; close?: boolean }> {
@@ -109,8 +120,15 @@ export class WsSession {
       case "reset": {
         const req = ResetRequestSchema.safeParse(m.data ?? {});
         if (!req.success) throw new ApiError("VALIDATION_ERROR", resetErrorMessage(req.error, "invalid reset data", false), zodIssues(req.error));
+        const attached = this.opts.attached;
+        if (attached !== undefined) {
+          // The session's episode, reset in place under its own id.
+          const result = await this.host.reset(this.env, { ...req.data, episode_id: attached, replace: true }, this.client);
+          this.episodeId = attached;
+          return { reply: { type: "observation", data: result } };
+        }
         await this.dispose();
-        const result = await this.host.reset(this.env, req.data, this.opts.client);
+        const result = await this.host.reset(this.env, req.data, this.client);
         this.episodeId = result.episode_id;
         return { reply: { type: "observation", data: result } };
       }
@@ -121,21 +139,24 @@ export class WsSession {
           return { reply: { type: "observation", data: { observation: { tools: episodeTools(this.env), messages: [] }, reward: null, done: false, episode_id: this.episodeId ?? null } } };
         }
         if (special?.kind === "call_tool") {
-          return { reply: { type: "observation", data: await stepToolCall(this.env, this.host, this.requireEpisode(), special.name, special.args) } };
+          return { reply: { type: "observation", data: await stepToolCall(this.env, this.host, this.requireEpisode(), special.name, special.args, this.client) } };
         }
-        if (special?.kind === "text") return { reply: { type: "observation", data: await this.host.step(this.env, this.requireEpisode(), special.action) } };
+        if (special?.kind === "text") return { reply: { type: "observation", data: await this.host.step(this.env, this.requireEpisode(), special.action, this.client) } };
         const action = ActionSchema.safeParse(m.data);
         if (!action.success) throw new ApiError("VALIDATION_ERROR", "invalid action", zodIssues(action.error));
-        const result = await this.host.step(this.env, this.requireEpisode(), action.data);
+        const result = await this.host.step(this.env, this.requireEpisode(), action.data, this.client);
         return { reply: { type: "observation", data: result } };
       }
       case "state": {
         const id = this.requireEpisode();
-        return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id) } : { type: "state", data: await this.host.state(this.env, id) } };
+        return { reply: this.host.stateJson ? { type: "state", json: await this.host.stateJson(this.env, id, this.client) } : { type: "state", data: await this.host.state(this.env, id, this.client) } };
       }
       case "mcp": {
-        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data, this.opts.client) } };
-        const response = await this.engine.mcp(this.env, m.data, { key: this.episodeId ?? this.connectionKey });
+        if (isEpisodeMcp(m.data)) return { reply: { type: "mcp", data: await handleEpisodeMcp(this.env, this.host, m.data, this.client) } };
+        // Stateless, as over HTTP: queued and run as the client's (its sandbox hosts, its turn in
+        // the fair queues), not as a client of the connection's own: twenty sockets of one address
+        // are one client, not twenty.
+        const response = await this.engine.mcp(this.env, m.data, this.client === undefined ? { key: this.connectionKey() } : { key: this.client, client: this.client });
         return response === null ? {} : { reply: { type: "mcp", data: response } };
       }
       case "close":
@@ -143,6 +164,12 @@ export class WsSession {
         return { close: true };
     }
   }
+
+  /** A connection without a client (in process): a fairness key of its own. */
+  private connectionKey(): string {
+    return (this.ownKey ??= `ws:${crypto.randomUUID()}`);
+  }
+  private ownKey: string | undefined;
 
   private requireEpisode(): string {
     if (!this.episodeId) throw new ApiError("UNKNOWN_EPISODE", "no episode on this connection: send a reset first");

@@ -1,14 +1,16 @@
 /** What wrangler.toml binds into the Worker and its Durable Object. */
-import type { ResetOptions, StepResult } from "../env/episode.ts";
+import type { StepResult } from "../env/episode.ts";
+import type { HostResetOptions } from "../server/episode-host.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import type { Envelope } from "./rpc.ts";
 
 /** The Episode object's RPC surface, as the Worker calls it. */
 export interface EpisodeRpc {
-  reset(envName: string, opts: ResetOptions & { episode_id: string }): Promise<Envelope<StepResult>>;
-  step(envName: string, episodeId: string, action: Action): Promise<Envelope<StepResult>>;
-  state(envName: string, episodeId: string): Promise<Envelope<JsonObject>>;
-  close(envName: string, episodeId: string): Promise<Envelope<boolean>>;
+  reset(envName: string, opts: HostResetOptions & { episode_id: string }, client: string | undefined): Promise<Envelope<StepResult>>;
+  step(envName: string, episodeId: string, action: Action, client: string | undefined): Promise<Envelope<StepResult>>;
+  state(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<JsonObject>>;
+  close(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>>;
+  exists(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>>;
   fetch(request: Request): Promise<Response>;
 }
 

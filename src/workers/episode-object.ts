@@ -8,9 +8,9 @@ import { DurableObject } from "cloudflare:workers";
 import { configFromEnv } from "../server/config.ts";
 import { createLogger, logLevelFromEnv, setLogger } from "../server/log.ts";
 import type { Environment } from "../env/environment.ts";
-import { StoreEpisodeHost, type EpisodeHost } from "../server/episode-host.ts";
+import { StoreEpisodeHost, type EpisodeHost, type HostResetOptions } from "../server/episode-host.ts";
 import { inlineEngine, type ScopeServices } from "../server/engine.ts";
-import type { ResetOptions, StepResult } from "../env/episode.ts";
+import type { StepResult } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
@@ -21,14 +21,24 @@ import { StorageEpisodeStore } from "./storage-store.ts";
 import { workerServices } from "./services.ts";
 
 
-/** Headers the Worker adds when it hands a WebSocket upgrade to a fresh object. */
+/**
+ * Headers the Worker sets (over any a client sent) when it hands a WebSocket upgrade to an object:
+ * the environment, the object's own name part, the client (client-id.ts) and, for
+ * `B/ws?session_id=S`, the episode S the socket attaches to.
+ */
 export const WS_ENV_HEADER = "x-envworker-env";
 export const WS_OBJECT_HEADER = "x-envworker-object";
+export const WS_CLIENT_HEADER = "x-envworker-client";
+export const WS_ATTACH_HEADER = "x-envworker-attach";
 
 interface SocketAttachment {
   env: string;
   object: string;
   episodeId?: string | undefined;
+  /** Who the socket's client is (its episodes, its stateless calls). */
+  client?: string | undefined;
+  /** The HTTP session's episode the socket attached to (ws-session.ts `attached`). */
+  attached?: string | undefined;
 }
 
 /** The constructor workerd calls for the Episode binding. */
@@ -67,20 +77,26 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
     this.maxWsMessageBytes = config.maxWsMessageBytes;
   }
 
-  reset(envName: string, opts: ResetOptions & { episode_id: string }): Promise<Envelope<StepResult>> {
-    return capture(() => this.host.reset(this.envNamed(envName), opts));
+  // The Worker routes a client's calls only to objects named after that client (routing.ts); the
+  // client is passed along too, and episodes are kept under it here as on Node (episodeKey).
+  reset(envName: string, opts: HostResetOptions & { episode_id: string }, client: string | undefined): Promise<Envelope<StepResult>> {
+    return capture(() => this.host.reset(this.envNamed(envName), opts, client));
   }
 
-  step(envName: string, episodeId: string, action: Action): Promise<Envelope<StepResult>> {
-    return capture(() => this.host.step(this.envNamed(envName), episodeId, action));
+  step(envName: string, episodeId: string, action: Action, client: string | undefined): Promise<Envelope<StepResult>> {
+    return capture(() => this.host.step(this.envNamed(envName), episodeId, action, client));
   }
 
-  state(envName: string, episodeId: string): Promise<Envelope<JsonObject>> {
-    return capture(() => this.host.state(this.envNamed(envName), episodeId));
+  state(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<JsonObject>> {
+    return capture(() => this.host.state(this.envNamed(envName), episodeId, client));
   }
 
-  close(envName: string, episodeId: string): Promise<Envelope<boolean>> {
-    return capture(() => this.host.close(this.envNamed(envName), episodeId));
+  close(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>> {
+    return capture(() => this.host.close(this.envNamed(envName), episodeId, client));
+  }
+
+  exists(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>> {
+    return capture(() => this.host.exists(this.envNamed(envName), episodeId, client));
   }
 
   override async alarm(): Promise<void> {
@@ -93,11 +109,17 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket" || !env || !object) {
       return Response.json(new ApiError("NOT_FOUND", "this object only accepts WebSocket upgrades from the Worker").toJSON(), { status: 404 });
     }
+    const client = request.headers.get(WS_CLIENT_HEADER) ?? undefined;
+    const attached = request.headers.get(WS_ATTACH_HEADER) ?? undefined;
+    // Checked again here, where the episode lives (the Worker checked before routing the upgrade).
+    if (attached !== undefined && !(await this.host.exists(this.envNamed(env), attached, client))) {
+      return Response.json(new ApiError("UNKNOWN_EPISODE", `no open episode ${attached} in ${env}`).toJSON(), { status: 404 });
+    }
     const pair = new WebSocketPair();
-    const [client, server] = [pair[0], pair[1]];
+    const [socket, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment({ env, object } satisfies SocketAttachment);
-    return new Response(null, { status: 101, webSocket: client });
+    server.serializeAttachment({ env, object, client, attached, episodeId: attached } satisfies SocketAttachment);
+    return new Response(null, { status: 101, webSocket: socket });
   }
 
   // Messages of one socket are handled one at a time: a step sent right behind its reset must
@@ -134,12 +156,20 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
    */
   private sessionFor(att: SocketAttachment): WsSession {
     const host: EpisodeHost = {
-      // Episodes of this socket are named after this object, so HTTP routes find them too.
-      reset: (env, opts) => this.host.reset(env, { ...opts, episode_id: `${att.object}.${newEpisodeId()}` }),
-      step: (env, id, action) => this.host.step(env, id, action),
-      state: (env, id) => this.host.state(env, id),
-      close: (env, id) => this.host.close(env, id),
+      // Episodes of this socket are named after this object, so HTTP routes find them too; an
+      // attached socket's reset keeps its session's id (the session lives in this object).
+      reset: (env, opts, client) => this.host.reset(env, { ...opts, episode_id: att.attached ?? `${att.object}.${newEpisodeId()}` }, client),
+      step: (env, id, action, client) => this.host.step(env, id, action, client),
+      state: (env, id, client) => this.host.state(env, id, client),
+      close: (env, id, client) => this.host.close(env, id, client),
+      exists: (env, id, client) => this.host.exists(env, id, client),
     };
-    return new WsSession(this.envNamed(att.env), host, { maxMessageBytes: this.maxWsMessageBytes, episodeId: att.episodeId, services: this.services });
+    return new WsSession(this.envNamed(att.env), host, {
+      maxMessageBytes: this.maxWsMessageBytes,
+      episodeId: att.episodeId,
+      services: this.services,
+      client: att.client,
+      attached: att.attached,
+    });
   }
 }

@@ -22,7 +22,8 @@ import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
 import { DurableObjectEpisodeHost } from "./durable-host.ts";
 import { workerServices } from "./services.ts";
-import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
+import { episodeClass, WS_ATTACH_HEADER, WS_CLIENT_HEADER, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
+import { objectNameFor, objectPart } from "./routing.ts";
 
 /** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
 export interface EnvworkerWorker {
@@ -68,12 +69,20 @@ export function createWorker(environments: readonly Environment[], options: Crea
       // client for all without it (local dev).
       clientOf: clientIdentity(config.token, (c) => c.req.header("cf-connecting-ip")),
       token: config.token,
+      allowedOrigins: config.allowedOrigins,
       webSocket: (c) => {
-        const object = newEpisodeId();
+        // A fresh object of the client's own; attached to a session (B/ws?session_id=S), the
+        // object that holds S (the app checked it is this client's).
+        const client = c.get("client");
+        const attach = c.get("attach");
+        const object = attach === undefined ? newEpisodeId() : objectPart(attach);
         const headers = new Headers(c.req.raw.headers);
         headers.set(WS_ENV_HEADER, c.get("env").name);
         headers.set(WS_OBJECT_HEADER, object);
-        return episodeObject(bindings!, object).fetch(new Request(c.req.raw, { headers }));
+        headers.set(WS_CLIENT_HEADER, client);
+        if (attach === undefined) headers.delete(WS_ATTACH_HEADER);
+        else headers.set(WS_ATTACH_HEADER, attach);
+        return episodeObject(bindings!, objectNameFor(client, object)).fetch(new Request(c.req.raw, { headers }));
       },
     });
     return app;
