@@ -73,7 +73,7 @@ describe("maxTurns as a function of the args", () => {
     const required = defineEnvironment({ ...base, name: "turns-required", args: z.object({ turns: z.number().int() }).strict(), maxTurns: (a) => a.turns, rubric: [{ name: "one", fn: () => 1 }] });
     expect((await (await buildNodeApp([required]).app.request("/envs")).json()).envs[0].max_turns).toBeNull();
     // A limit that is no positive integer is the environment's fault: 422, named.
-    const r = await app.request("/envs/turns-from-args/reset", { method: "POST", body: JSON.stringify({ args: { turns: 0 } }) });
+    const r = await app.request("/envs/turns-from-args/reset", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ args: { turns: 0 } }) });
     expect(r.status).toBe(422);
     expect((await r.json()).error.message).toBe("turns-from-args: maxTurns failed: maxTurns(args) returned 0, not a positive integer");
   });
@@ -106,7 +106,7 @@ describe("environment errors: 422 EXECUTION_ERROR for the client, the stack in t
   it("a throwing respond keeps the episode, a throwing reward scores 0; both are logged with env, episode and stack", async () => {
     const lines = captureLog();
     const { app } = buildNodeApp([faulty]);
-    const post = (path: string, body: unknown) => app.request(path, { method: "POST", body: JSON.stringify(body) });
+    const post = (path: string, body: unknown) => app.request(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     const reset = await (await post("/envs/faulty/reset", { seed: 1 })).json();
     const id = reset.episode_id as string;
     const bad = await post("/envs/faulty/step", { episode_id: id, action: { content: "boom" } });

@@ -70,9 +70,9 @@ describe("Node body reader", () => {
 
   it("reads the body through app.request too (no Node request behind it)", async () => {
     const { app } = buildNodeApp([reverseText], { maxBodyBytes: MAX });
-    const ok = await app.request("/envs/reverse-text/reset", { method: "POST", body: '{"seed":1}'.padEnd(MAX, " ") });
+    const ok = await app.request("/envs/reverse-text/reset", { method: "POST", headers: { "content-type": "application/json" }, body: '{"seed":1}'.padEnd(MAX, " ") });
     expect(ok.status).toBe(200);
-    const over = await app.request("/envs/reverse-text/reset", { method: "POST", body: '{"seed":1}'.padEnd(MAX + 1, " ") });
+    const over = await app.request("/envs/reverse-text/reset", { method: "POST", headers: { "content-type": "application/json" }, body: '{"seed":1}'.padEnd(MAX + 1, " ") });
     expect(over.status).toBe(413);
   });
 });
@@ -87,7 +87,7 @@ describe("web-streams body reader (Workers)", () => {
       },
     });
   const send = (body: BodyInit | null, headers: Record<string, string> = {}) =>
-    app.request("/envs/reverse-text/reset", { method: "POST", body, headers, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+    app.request("/envs/reverse-text/reset", { method: "POST", body, headers: { "content-type": "application/json", ...headers }, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
 
   it("takes exactly the limit and refuses one byte more, streamed in pieces", async () => {
     const text = (n: number) => '{"seed":1}'.padEnd(n, " ");
@@ -112,7 +112,7 @@ describe("web-streams body reader (Workers)", () => {
     expect(((await r.json()) as { episode_id: string }).episode_id).toBe("€ü-x");
     const empty = await send(null);
     expect(empty.status).toBe(200);
-    const step = await app.request("/envs/reverse-text/step", { method: "POST", body: stream([JSON.stringify({ episode_id: "x", action: { content: "é" } })]), duplex: "half" } as RequestInit);
+    const step = await app.request("/envs/reverse-text/step", { method: "POST", headers: { "content-type": "application/json" }, body: stream([JSON.stringify({ episode_id: "x", action: { content: "é" } })]), duplex: "half" } as RequestInit);
     expect(step.status).toBe(404); // parsed whole: the id is unknown, not the JSON invalid
   });
 });

@@ -78,7 +78,7 @@ describe("a client's stateless requests", () => {
   it(`at most ${MAX_STATELESS_PER_CLIENT} in progress: the next is 503 with Connection: close, another client is served`, async () => {
     const { engine, release, waiting } = heldEngine();
     const app = createApp({ envs: reverseText, host: new StoreEpisodeHost(new MemoryEpisodeStore(), engine), engine, clientOf: (c) => c.req.header("x-who") ?? "?" });
-    const score = (who: string) => app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": who }, body: JSON.stringify({ items: [{ completion: "x" }] }) });
+    const score = (who: string) => app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": who, "content-type": "application/json" }, body: JSON.stringify({ items: [{ completion: "x" }] }) });
     const running = Array.from({ length: MAX_STATELESS_PER_CLIENT }, () => score("a"));
     await expect.poll(() => waiting.length).toBe(MAX_STATELESS_PER_CLIENT);
     const refused = await score("a");
@@ -100,11 +100,11 @@ describe("a client's stateless requests", () => {
     const budget = new MemoryBudget(64 * 2 ** 20, () => 0, { clientShare: 0.25 }); // requests: 16 MiB, 4 MiB a client
     const app = createApp({ envs: reverseText, host: new StoreEpisodeHost(new MemoryEpisodeStore(), engine), engine, budget, clientOf: (c) => c.req.header("x-who") ?? "?" });
     const body = JSON.stringify({ items: Array.from({ length: 200 }, () => ({ completion: "y".repeat(1000) })) }); // ~200 kB
-    const score = (who: string) => app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": who }, body });
+    const score = (who: string) => app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": who, "content-type": "application/json" }, body });
     const first = score("a");
     await expect.poll(() => waiting.length).toBe(1);
     expect(budget.requestBytes).toBeGreaterThanOrEqual(200 * 2000);
-    const small = app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": "a" }, body: JSON.stringify({ items: [{ completion: "x" }] }) });
+    const small = app.request("/envs/reverse-text/score", { method: "POST", headers: { "x-who": "a", "content-type": "application/json" }, body: JSON.stringify({ items: [{ completion: "x" }] }) });
     await expect.poll(() => waiting.length).toBe(2); // a small one is not held
     release();
     expect((await first).status).toBe(200);

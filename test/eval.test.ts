@@ -416,7 +416,7 @@ describe("envworker eval: a model server it cannot use", () => {
 
 describe("envworker eval --url", () => {
   it("-n -1 evaluates as many examples as the server's /examples counts", async () => {
-    const total = (await (await fetch(`${server.url}/envs/reverse-text/examples`, { method: "POST", body: "{\"count\":0}" })).json()).total as number;
+    const total = (await (await fetch(`${server.url}/envs/reverse-text/examples`, { method: "POST", headers: { "content-type": "application/json" }, body: "{\"count\":0}" })).json()).total as number;
     const r = await run(["reverse-text", "-n", "-1", "-r", "1", "-c", "8", "--url", server.url]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`${total} examples x 1 rollouts`);

@@ -27,9 +27,13 @@ export class OpenEnvWsClient {
     this.closed = new Promise((resolve) => ws.on("close", (code) => resolve({ code })));
   }
 
-  static connect(baseUrl: string, headers?: Record<string, string>): Promise<OpenEnvWsClient> {
-    const url = baseUrl.replace(/^http/, "ws") + "/ws";
-    const ws = new WebSocket(url, headers ? { headers } : undefined);
+  /**
+   * `options.localAddress`: connect from another loopback address (another client); `options.query`:
+   * added to the URL (`session_id=S`: OpenEnv 0.10's MCPToolClient attaching to its HTTP session).
+   */
+  static connect(baseUrl: string, headers?: Record<string, string>, options: { localAddress?: string; query?: string } = {}): Promise<OpenEnvWsClient> {
+    const url = baseUrl.replace(/^http/, "ws") + "/ws" + (options.query ? `?${options.query}` : "");
+    const ws = new WebSocket(url, { ...(headers ? { headers } : {}), ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(new OpenEnvWsClient(ws)));
       ws.once("error", reject);
