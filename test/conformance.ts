@@ -9,6 +9,7 @@ import { rawRequest } from "./helpers/raw-http.ts";
 import { alphabetSortGold, reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { validateBase } from "../src/cli/validate.ts";
+import WebSocket from "ws";
 import { routeAccessSuite } from "./routes-auth.ts";
 
 export interface ConformanceTarget {
@@ -16,8 +17,29 @@ export interface ConformanceTarget {
   origin: () => string;
   /** The largest accepted body, to test 413. */
   maxBodyBytes: number;
-  /** A second server of the same platform that requires this bearer token (ENVWORKER_TOKEN). */
-  withToken: () => { origin: string; token: string };
+  /**
+   * A second server of the same platform that requires a bearer token: ENVWORKER_TOKEN names
+   * `token` and `otherToken`, two clients.
+   */
+  withToken: () => { origin: string; token: string; otherToken: string };
+}
+
+const rpc = (method: string, params?: Record<string, unknown>) => ({ jsonrpc: "2.0", id: 1, method, ...(params ? { params } : {}) });
+
+/** The status of a WebSocket upgrade: 101 when the socket opened. */
+function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url.replace(/^http/, "ws"), { headers });
+    ws.once("open", () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once("unexpected-response", (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      res.resume();
+    });
+    ws.once("error", reject);
+  });
 }
 
 const lastUser = (messages: { role: string; content: string }[]) => [...messages].reverse().find((m) => m.role === "user")!.content;
@@ -484,10 +506,87 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
       });
     });
 
-    it("rejects a non-JSON content type body the same way", async () => {
-      const res = await request("POST", `${rt()}/reset`, "seed=1", { "content-type": "application/x-www-form-urlencoded" });
-      expect(res.status).toBe(400);
-      expect(res.body.error.code).toBe("INVALID_JSON");
+    it("refuses a body that is not JSON by its content type: 415, before reading it", async () => {
+      for (const type of ["application/x-www-form-urlencoded", "text/plain;charset=UTF-8", "multipart/form-data; boundary=x"]) {
+        const res = await request("POST", `${rt()}/reset`, type.startsWith("text/") ? "{}" : "seed=1", { "content-type": type });
+        expect(res.status, type).toBe(415);
+        expect(res.body.error.code, type).toBe("UNSUPPORTED_MEDIA_TYPE");
+      }
+      expect((await request("POST", `${rt()}/reset`, "{}", { "content-type": "application/json; charset=utf-8" })).status).toBe(200);
+    });
+
+    describe("episodes belong to their client; browsers of other origins are refused", () => {
+      it("another token (another client) gets 404 for an episode and a session it knows the ids of, on every route, and may use those ids for its own", async () => {
+        const { origin, token, otherToken } = target.withToken();
+        const a = { authorization: `Bearer ${token}` };
+        const b = { authorization: `Bearer ${otherToken}` };
+        const base = `${origin}/envs/reverse-text`;
+        const reset = await post(`${base}/reset`, { seed: 2 }, a);
+        const id = reset.body.episode_id as string;
+        const session = await post(`${base}/mcp`, rpc("openenv/session/create", { seed: 3 }), a);
+        const sid = session.body.result.session_id as string;
+        for (const [what, res] of [
+          ["step", await post(`${base}/step`, { episode_id: id, action: { content: "stolen" } }, b)],
+          ["state", await get(`${base}/state?episode_id=${encodeURIComponent(id)}`, b)],
+          ["close", await post(`${base}/close`, { episode_id: id }, b)],
+        ] as const) {
+          expect(res.status, what).toBe(404);
+          expect(res.body.error.code, what).toBe("UNKNOWN_EPISODE");
+        }
+        for (const body of [rpc("tools/call", { session_id: sid, name: "submit", arguments: { content: "x" } }), rpc("tools/list", { session_id: sid }), rpc("openenv/session/close", { session_id: sid })]) {
+          const res = await post(`${base}/mcp`, body, b);
+          expect(res.body.error?.data?.code, body.method).toBe("UNKNOWN_EPISODE");
+        }
+        expect(await upgradeStatus(`${origin}/t/${otherToken}/envs/reverse-text/ws?session_id=${encodeURIComponent(sid)}`)).toBe(404);
+        // B's own episode under A's id; A's is as it was.
+        const own = await post(`${base}/reset`, { seed: 5, episode_id: id }, b);
+        expect(own.status).toBe(200);
+        expect(own.body.episode_id).toBe(id);
+        expect((await post(`${base}/step`, { episode_id: id, action: { content: reverseTextGold(own.body.observation.messages) } }, b)).body.reward).toBe(1);
+        expect((await get(`${base}/state?episode_id=${encodeURIComponent(id)}`, a)).body).toMatchObject({ step_count: 0, done: false });
+        expect((await post(`${base}/step`, { episode_id: id, action: { content: reverseTextGold(reset.body.observation.messages) } }, a)).body.reward).toBe(1);
+        expect((await get(`${base}/state?episode_id=${encodeURIComponent(sid)}`, a)).status).toBe(200);
+        // A's WebSocket episode: found by A over HTTP, not by B.
+        const ws = await OpenEnvWsClient.connect(`${origin}/t/${token}/envs/reverse-text`);
+        try {
+          const wsId = (await ws.reset({ seed: 4 })).data.episode_id as string;
+          expect((await get(`${base}/state?episode_id=${encodeURIComponent(wsId)}`, a)).status).toBe(200);
+          expect((await get(`${base}/state?episode_id=${encodeURIComponent(wsId)}`, b)).status).toBe(404);
+        } finally {
+          ws.close();
+        }
+      });
+
+      it("B/ws?session_id=S plays the session S: the socket's reset keeps S's id and HTTP tool calls land in it; closing the socket leaves S open", async () => {
+        const base = `${target.origin()}/envs/reverse-text`;
+        const session = await post(`${base}/mcp`, rpc("openenv/session/create"));
+        const sid = session.body.result.session_id as string;
+        const ws = await OpenEnvWsClient.connect(base, undefined, { query: `session_id=${encodeURIComponent(sid)}` });
+        const r = await ws.reset({ seed: 7 });
+        expect(r.data.episode_id).toBe(sid);
+        const answer = reverseTextGold(r.data.observation.messages);
+        const call = await post(`${base}/mcp`, rpc("tools/call", { session_id: sid, name: "submit", arguments: { content: answer } }));
+        expect(call.body.result._meta).toMatchObject({ episode_id: sid, done: true, reward: 1 });
+        expect((await ws.send({ type: "state" })).data).toMatchObject({ episode_id: sid, step_count: 1, done: true });
+        ws.ws.send(JSON.stringify({ type: "close" }));
+        expect((await ws.closed).code).toBe(1000);
+        expect((await get(`${base}/state?episode_id=${encodeURIComponent(sid)}`)).status).toBe(200);
+        expect((await post(`${base}/mcp`, rpc("openenv/session/close", { session_id: sid }))).body.result).toEqual({ session_id: sid, closed: true });
+        expect(await upgradeStatus(`${base}/ws?session_id=${encodeURIComponent(sid)}`)).toBe(404);
+        expect(await upgradeStatus(`${base}/ws?session_id=never-made`)).toBe(404);
+      });
+
+      it("refuses requests and WebSocket upgrades from another origin (403); serves its own origin and clients that send none", async () => {
+        const evil = { origin: "http://evil.example" };
+        const refused = await post(`${rt()}/reset`, {}, evil);
+        expect(refused.status).toBe(403);
+        expect(refused.body.error.code).toBe("FORBIDDEN");
+        expect((await get(`${target.origin()}/envs`, evil)).status).toBe(403);
+        expect(await upgradeStatus(`${rt()}/ws`, evil)).toBe(403);
+        expect((await post(`${rt()}/reset`, {}, { origin: target.origin() })).status).toBe(200);
+        expect(await upgradeStatus(`${rt()}/ws`, { origin: target.origin() })).toBe(101);
+        expect((await post(`${rt()}/reset`, {})).status).toBe(200);
+      });
     });
   });
 }

@@ -10,19 +10,20 @@ import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 const environments = await importEnvironments(new URL("../envs/index.ts", import.meta.url).href);
 const MAX_BODY = 64 * 1024;
 const TOKEN = "conformance-token";
+const OTHER_TOKEN = "second-client-secret";
 let server: RunningServer;
 let tokenServer: RunningServer;
 
 beforeAll(async () => {
   server = await startServer(environments, { port: 0, maxBodyBytes: MAX_BODY });
-  tokenServer = await startServer(environments, { port: 0, token: TOKEN });
+  tokenServer = await startServer(environments, { port: 0, token: `${TOKEN},${OTHER_TOKEN}` });
 });
 afterAll(async () => {
   await server?.close();
   await tokenServer?.close();
 });
 
-conformanceSuite("node", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN }) });
+conformanceSuite("node", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN, otherToken: OTHER_TOKEN }) });
 
 describe("node sessions", () => {
   it("refuses episodes past capacity with 429 CAPACITY_REACHED, over HTTP and WebSocket", async () => {

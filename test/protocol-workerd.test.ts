@@ -18,6 +18,7 @@ const MAX_BODY = 64 * 1024;
 const FREE_PLAN_LIMIT = 3 * 1024 * 1024;
 const vars = { ENVWORKER_MAX_BODY_BYTES: String(MAX_BODY) };
 const TOKEN = "conformance-token";
+const OTHER_TOKEN = "second-client-secret";
 
 let tmp: string;
 let bundle: Bundle;
@@ -32,7 +33,7 @@ beforeAll(async () => {
       `(free-plan limit ${FREE_PLAN_LIMIT / 1024} KiB gzip)`,
   );
   server = await startWorkerd(bundle, join(tmp, "do"), vars);
-  tokenServer = await startWorkerd(bundle, join(tmp, "do-token"), { ...vars, ENVWORKER_TOKEN: TOKEN });
+  tokenServer = await startWorkerd(bundle, join(tmp, "do-token"), { ...vars, ENVWORKER_TOKEN: `${TOKEN},${OTHER_TOKEN}` });
 }, 180_000);
 
 afterAll(async () => {
@@ -48,7 +49,7 @@ describe("worker bundle", () => {
   });
 });
 
-conformanceSuite("workerd", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN }) });
+conformanceSuite("workerd", { origin: () => server.url, maxBodyBytes: MAX_BODY, withToken: () => ({ origin: tokenServer.url, token: TOKEN, otherToken: OTHER_TOKEN }) });
 
 describe("durable objects", () => {
   it("continues an episode after the runtime restarts (the object is evicted and rebuilt from storage)", async () => {
