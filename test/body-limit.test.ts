@@ -46,7 +46,7 @@ function raw(text: string, opts: { destroyAfterMs?: number } = {}): Promise<stri
   });
 }
 
-const head = (length: number) => `POST /envs/reverse-text/reset HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
+const head = (length: number) => `POST /envs/reverse-text/reset HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
 
 describe("Node body reader", () => {
   it("refuses a declared length over the limit at once, before any body is sent", async () => {

@@ -311,7 +311,7 @@ describe("memory a client can make the server keep", () => {
       const body = '{"seed": 1' + " ".repeat(SMALL_BYTES - 30) + "}";
       const { hostname, port } = new URL(server.url);
       const sock = connect(Number(port), hostname, () => {
-        sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`);
+        sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`);
         sock.write(body.slice(0, 1000), () => setTimeout(() => sock.write(body.slice(1000)), 50));
       });
       let got = "";

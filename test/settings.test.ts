@@ -301,7 +301,7 @@ describe("settings through the real environment variables (envworker serve)", ()
       sock.on("data", (d) => (received += d.toString()));
       const ended = new Promise<string>((res) => sock.on("close", () => res(received)));
       sock.on("error", () => undefined);
-      sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 3)}`);
+      sock.write(`POST /envs/reverse-text/reset HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 3)}`);
       return { sock, ended };
     };
     const finishing = open();

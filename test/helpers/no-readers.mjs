@@ -50,7 +50,7 @@ if (mode === "ws") {
     const sock = connect(Number(port), hostname, () => {
       sock.pause(); // reads nothing
       ready++;
-      for (let k = 0; k < 5; k++) sock.write(`GET /envs/reverse-text/state?episode_id=${episode_id} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      for (let k = 0; k < 5; k++) sock.write(`GET /envs/reverse-text/state?episode_id=${episode_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
       asked += 5;
     });
     sock.on("error", () => {});

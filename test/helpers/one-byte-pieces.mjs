@@ -41,7 +41,7 @@ for (let i = 0; i < count; i++) {
       origin,
       holdMs,
       send(sock) {
-        sock.write("POST /envs/reverse-text/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        sock.write("POST /envs/reverse-text/reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
         sock.write(wire);
       },
     });
