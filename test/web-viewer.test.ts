@@ -13,6 +13,7 @@ import { evalCommand } from "../src/eval/command.ts";
 import { startViewer } from "../src/cli/view.ts";
 import { lastUser, rightReverse, startFakeOpenAI, type ChatRequest, type FakeContext, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.ts";
 import { launchBrowser, openPage, PHONE, screenshot } from "./helpers/browser.ts";
+import { rawRequest } from "./helpers/raw-http.ts";
 
 let fake: FakeOpenAI;
 let out: string;
@@ -333,4 +334,14 @@ describe("envworker view", () => {
       child.kill("SIGTERM");
     }
   }, 60_000);
+
+  it("on a loopback address, refuses a Host that is not a loopback name (a DNS-rebound page reading the runs) and pages of other origins", async () => {
+    const port = new URL(viewer.url).port;
+    const rebound = await rawRequest(viewer.url, { method: "GET", path: "/", headers: { host: `rebind.test:${port}` } });
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.body).error.code).toBe("FORBIDDEN");
+    expect((await fetch(viewer.url, { headers: { origin: "http://evil.example" } })).status).toBe(403);
+    expect((await rawRequest(viewer.url, { method: "GET", path: "/", headers: { host: `localhost:${port}` } })).status).toBe(200);
+    expect((await fetch(viewer.url, { headers: { origin: viewer.url } })).status).toBe(200);
+  });
 });

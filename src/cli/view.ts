@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { serve } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
 import { listenErrorMessage } from "./listen-error.ts";
+import { isLoopbackListen } from "../server/browser-guards.ts";
 
 export const VIEW_USAGE = `usage: envworker view [DIR] [--host 127.0.0.1] [--port 8001]
 
@@ -34,8 +35,8 @@ export async function startViewer(dirArg: string, opts: { host?: string; port?: 
   const isRun = existsSync(join(dir, "results.jsonl")) || existsSync(join(dir, "metadata.json"));
   const root = isRun ? dirname(dirname(dir)) : dir;
   const path = isRun ? `/runs/${encodeURIComponent(basename(dirname(dir)))}/${encodeURIComponent(basename(dir))}` : "/";
-  const app = createViewerApp(root);
   const host = opts.host ?? "127.0.0.1";
+  const app = createViewerApp(root, { loopbackOnly: isLoopbackListen(host) });
   const server = await new Promise<ReturnType<typeof serve>>((ok, fail) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8001 }, () => ok(s));
     s.once("error", fail);

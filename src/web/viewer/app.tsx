@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Hono, type Context } from "hono";
+import { browserGuards } from "../../server/browser-guards.ts";
 import VIEWER_JS from "../generated/viewer-client.ts";
 import { PAGE_HEADERS } from "../ui/layout.tsx";
 import { STYLE_CSS } from "../ui/style.ts";
@@ -64,9 +65,15 @@ function sortRuns(list: { run: Run; stats: RunStats }[], sort: RunSort, dir: "as
   });
 }
 
-export function createViewerApp(root: string): Hono {
+/**
+ * `loopbackOnly`: the viewer listens on a loopback address (the default): pages of other origins,
+ * and Host names that are not loopback ones (a DNS-rebound page reading the runs), are refused 403
+ * (src/server/browser-guards.ts).
+ */
+export function createViewerApp(root: string, opts: { loopbackOnly?: boolean } = {}): Hono {
   const store = new RunStore(root);
   const app = new Hono();
+  app.use("*", browserGuards({ loopbackOnly: opts.loopbackOnly }));
 
   app.onError((err, c) => page(c, MessagePage({ title: "Something went wrong", message: err instanceof Error ? err.message : String(err) }), 500));
   app.notFound((c) => page(c, MessagePage({ title: "Not found", message: `Nothing at ${c.req.path}.` }), 404));
