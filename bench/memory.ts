@@ -11,7 +11,7 @@ async function openEpisodes(url: string, env: string, count: number): Promise<vo
   for (let i = 0; i < count; i += batch) {
     await Promise.all(
       Array.from({ length: Math.min(batch, count - i) }, async () => {
-        const res = await fetch(`${url}/envs/${env}/reset`, { method: "POST", body: "{}" });
+        const res = await fetch(`${url}/envs/${env}/reset`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
         if (res.status !== 200) throw new Error(`reset failed: ${res.status} ${await res.text()}`);
         await res.arrayBuffer();
       }),
