@@ -90,6 +90,12 @@ describe("the app's answers", () => {
     // A request with no Host header at all (in process, HTTP/1.0) is not a browser's.
     expect((await guarded.request("/envs")).status).toBe(200);
     expect((await build().request("http://evil.example/envs", { headers: { host: "evil.example:8000" } })).status).toBe(200);
+    // Behind a proxy that passes the public name on: the listed origin's host is served, pages and all.
+    const proxied = build({ loopbackOnly: true, allowedOrigins: ["https://envs.example"] });
+    expect((await proxied.request("https://envs.example/web", { headers: { host: "envs.example", origin: "https://envs.example" } })).status).toBe(200);
+    expect((await proxied.request("https://envs.example/envs", { headers: { host: "envs.example:443" } })).status).toBe(200);
+    expect((await proxied.request("http://evil.example/envs", { headers: { host: "evil.example" } })).status).toBe(403);
+    expect((await proxied.request("http://envs.example:8000/envs", { headers: { host: "envs.example:8000" } })).status).toBe(403);
   });
 
   it("JSON routes: 415 for any other content type (unread), and for a body with none; an empty body with none is {}", async () => {

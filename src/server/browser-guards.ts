@@ -9,7 +9,8 @@
  * - Host: a page on evil.example can make its own name resolve to 127.0.0.1 (DNS rebinding): its
  *   requests are then same-origin to it, Origin and all, but they carry `Host: evil.example`. A
  *   server listening on a loopback address answers only Host names that are loopback ones
- *   (localhost, 127.x.y.z, [::1], any port).
+ *   (localhost, 127.x.y.z, [::1], any port), and those of the listed origins (a proxy in front of
+ *   it passing its public name on).
  * - Content-Type: JSON routes take only `application/json` bodies (app.ts, 415), so a form post or
  *   a `text/plain` fetch (CORS "simple" requests, sent without asking first) is never parsed.
  *
@@ -94,8 +95,9 @@ export function browserGuards(opts: BrowserGuardOptions): MiddlewareHandler {
   const listed = new Set(opts.allowedOrigins ?? []);
   return async (c, next) => {
     const host = c.req.header("host");
-    if (opts.loopbackOnly && host !== undefined && !isLoopbackHostHeader(host)) {
-      return refuse(c, `Host ${JSON.stringify(host)} is not a loopback name: this server listens on a loopback address and answers only localhost, 127.x.y.z and [::1] (a page whose name was made to resolve here is refused)`);
+    // A listed origin's own name is fine too: a proxy in front of a loopback server passes it on.
+    if (opts.loopbackOnly && host !== undefined && !isLoopbackHostHeader(host) && !(opts.allowedOrigins ?? []).some((o) => isOwnOrigin(o, host))) {
+      return refuse(c, `Host ${JSON.stringify(host)} is not a loopback name: this server listens on a loopback address and answers only localhost, 127.x.y.z, [::1] and the hosts of ENVWORKER_ALLOWED_ORIGINS (a page whose name was made to resolve here is refused)`);
     }
     const origin = c.req.header("origin");
     if (origin === undefined) return next();
