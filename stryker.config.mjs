@@ -10,6 +10,8 @@ export default {
   vitest: { configFile: "vitest.stryker.config.ts", related: false },
   mutate: [
     "src/server/auth.ts",
+    "src/server/browser-guards.ts",
+    "src/server/episode-host.ts",
     "src/server/config.ts",
     "src/server/body.ts",
     "src/node/node-body.ts",

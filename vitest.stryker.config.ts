@@ -11,6 +11,9 @@ export default defineConfig({
   test: {
     include: [
       "test/auth.test.ts",
+      "test/browser-guards.test.ts",
+      "test/episode.test.ts",
+      "test/mcp-episode.test.ts",
       "test/config.test.ts",
       "test/wire-promises.test.ts",
       "test/protocol-node.test.ts",

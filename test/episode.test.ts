@@ -107,6 +107,57 @@ describe("episode ids chosen by the client", () => {
   });
 });
 
+describe("episodes belong to their client (StoreEpisodeHost)", () => {
+  const host = async () => {
+    const { StoreEpisodeHost } = await import("../src/server/episode-host.ts");
+    const { MemoryEpisodeStore } = await import("../src/server/episode-store.ts");
+    const { inlineEngine } = await import("../src/server/engine.ts");
+    const store = new MemoryEpisodeStore();
+    return { store, host: new StoreEpisodeHost(store, inlineEngine()) };
+  };
+
+  it("another client finds none of them, whatever the route, and two clients' episodes of one chosen id are two episodes", async () => {
+    const { host: h, store } = await host();
+    const a = await h.reset(guessNumber, { seed: 1 }, "client a");
+    const id = a.episode_id;
+    const unknown = { code: "UNKNOWN_EPISODE", message: `no open episode ${id} in guess-number` };
+    await expect(h.step(guessNumber, id, { content: "50" }, "client b")).rejects.toMatchObject(unknown);
+    await expect(h.state(guessNumber, id, "client b")).rejects.toMatchObject(unknown);
+    await expect(h.stateJson(guessNumber, id, "client b")).rejects.toMatchObject(unknown);
+    await expect(h.close(guessNumber, id, "client b")).rejects.toMatchObject(unknown);
+    await expect(h.step(guessNumber, id, { content: "50" }, undefined)).rejects.toMatchObject(unknown);
+    expect(await h.exists(guessNumber, id, "client b")).toBe(false);
+    expect(h.stateBytes(id, "client b")).toBe(0);
+    expect(await h.exists(guessNumber, id, "client a")).toBe(true);
+    expect(h.stateBytes(id, "client a")).toBeGreaterThan(0);
+    // B's own episode under A's id: its own seed, its own steps.
+    const b = await h.reset(guessNumber, { seed: 2, episode_id: id }, "client b");
+    expect(b.episode_id).toBe(id);
+    await h.step(guessNumber, id, { content: "1" }, "client b");
+    expect(await h.state(guessNumber, id, "client a")).toMatchObject({ seed: 1, step_count: 0 });
+    expect(await h.state(guessNumber, id, "client b")).toMatchObject({ seed: 2, step_count: 1 });
+    expect(store.size).toBe(2);
+    // Its own id again is taken (its own only: EPISODE_EXISTS says nothing about others).
+    await expect(h.reset(guessNumber, { seed: 3, episode_id: id }, "client b")).rejects.toMatchObject({ code: "EPISODE_EXISTS" });
+    expect(await h.close(guessNumber, id, "client a")).toBe(true);
+    expect(await h.state(guessNumber, id, "client b")).toMatchObject({ seed: 2 });
+  });
+
+  it("replace: a reset in place keeps the id; one that fails leaves the episode as it was", async () => {
+    const { host: h, store } = await host();
+    await h.reset(guessNumber, { seed: 1, episode_id: "session" }, "c");
+    await h.step(guessNumber, "session", { content: "7" }, "c");
+    const again = await h.reset(guessNumber, { seed: 4, episode_id: "session", replace: true }, "c");
+    expect(again.episode_id).toBe("session");
+    expect(await h.state(guessNumber, "session", "c")).toMatchObject({ seed: 4, step_count: 0 });
+    await expect(h.reset(guessNumber, { seed: 5, episode_id: "session", replace: true, args: { max: 1 } }, "c")).rejects.toMatchObject({ code: "VALIDATION_ERROR" });
+    expect(await h.state(guessNumber, "session", "c")).toMatchObject({ seed: 4 });
+    expect(store.size).toBe(1);
+    // Another environment's episode of that id is not replaced: the id is taken.
+    await expect(h.reset(faulty, { episode_id: "session", replace: true }, "c")).rejects.toMatchObject({ code: "EPISODE_EXISTS" });
+  });
+});
+
 describe("episode size cap", () => {
   it("refuses a prompt or a turn that would overflow the conversation, keeping the episode", async () => {
     expect(() => resetEpisode(guessNumber, "big", { seed: 1, maxChars: 10 })).toThrow(expect.objectContaining({ code: "PAYLOAD_TOO_LARGE", status: 413 }));

@@ -126,6 +126,25 @@ describe("WsSession", () => {
     expect(scopes[2]!.key).toBe(scopes[0]!.key);
   });
 
+  it("attached to a session: plays it from the first message, resets it in place, and leaves it open when closed", async () => {
+    const { host, closes } = recordingHost();
+    const made = await host.reset(reverseText, { seed: 1 }, "c");
+    const s = new WsSession(reverseText, host, { maxMessageBytes: 1000, client: "c", attached: made.episode_id });
+    expect(s.currentEpisodeId).toBe(made.episode_id);
+    expect((await reply(s, { type: "state" }))?.data).toMatchObject({ episode_id: made.episode_id, seed: 1 });
+    const r = await reply(s, { type: "reset", data: { seed: 2, episode_id: "ignored" } });
+    expect(r?.data.episode_id).toBe(made.episode_id);
+    expect(await host.state(reverseText, made.episode_id, "c")).toMatchObject({ seed: 2, step_count: 0 });
+    expect(await host.exists(reverseText, "ignored", "c")).toBe(false);
+    expect(await s.handle(JSON.stringify({ type: "close" }))).toEqual({ close: true });
+    await s.dispose();
+    expect(closes).toEqual([]);
+    expect(await host.exists(reverseText, made.episode_id, "c")).toBe(true);
+    // Another client's socket finds nothing under that id.
+    const other = new WsSession(reverseText, host, { maxMessageBytes: 1000, client: "d" });
+    expect((await reply(other, { type: "mcp", data: { jsonrpc: "2.0", id: 1, method: "tools/list", params: { session_id: made.episode_id } } }))?.data.error.data).toEqual({ code: "UNKNOWN_EPISODE" });
+  });
+
   it("runs MCP with the services it is given when no engine is", async () => {
     const runs: string[] = [];
     const sandbox = { kind: "quickjs", run: async (code: string) => (runs.push(code), { ok: true, result: 2, stdout: "", stderr: "", elapsedMs: 0 }), dispose: async () => undefined } as unknown as Sandbox;
