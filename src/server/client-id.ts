@@ -1,7 +1,9 @@
 /**
- * Who a client is, for its fair share of the server's memory budget and episodes (memory.ts,
- * episode-store.ts) and of the work it may have waiting: the token it presents when several are
- * configured (ENVWORKER_TOKEN=a,b: each its own client), else the address it connects from.
+ * Who a client is: the owner of the episodes it makes (only it can play, read, close or attach to
+ * them: episode-host.ts episodeKey), and the holder of a fair share of the server's memory budget
+ * and episodes (memory.ts, episode-store.ts) and of the work it may have waiting, over HTTP and
+ * WebSockets alike: the token it presents when several are configured (ENVWORKER_TOKEN=a,b: each
+ * its own client), else the address it connects from.
  * Clients behind one address (a NAT, one machine's trainers) share one share; an attacker with
  * many addresses has as many shares (IPv6 addresses count by /64: addressGroup).
  */
