@@ -269,9 +269,14 @@ const evaluation = (
   extra: Partial<Pick<Evaluation, "passed" | "timeouts" | "memoryErrors" | "failures">> = {},
 ): Evaluation => ({ passed: 0, timeouts: 0, memoryErrors: 0, failures: [], ...extra, total, status, message });
 
-/** Lines compared with trailing whitespace removed; trailing blank lines do not count. */
+/**
+ * Lines compared with trailing whitespace removed; trailing blank lines do not count. Linear in
+ * the text: `trimEnd` removes exactly what `/\s+$/` matches (WhiteSpace and LineTerminator), but
+ * that regex retries from every position of a run of spaces that does not end the line, so a
+ * line of 100,000 spaces and then `x` held an environment thread for seconds per line.
+ */
 export function normaliseOutput(text: string): string[] {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => l.replace(/\s+$/, ""));
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => l.trimEnd());
   while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   return lines;
 }
