@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
+import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 
 const PROBE_TOKEN = "grading-probe-token";
 const ATTACKER_TOKEN = "grading-attacker-token";
@@ -49,5 +50,42 @@ describe("py-code's stdout comparison is linear", () => {
       // Still graded right: the same line passes, `x` alone does not.
       expect(r.body.results[0].reward).toBe(i % 2 === 0 ? 1 : 0);
     }
+  }, 180_000);
+});
+
+describe("the operator's judge is not an amplifier", () => {
+  const BUDGET = 32;
+  let server: LiveServer;
+  let judge: MockJudge;
+  beforeAll(async () => {
+    judge = await startMockJudge();
+    server = await startLiveServer({
+      ENVWORKER_TOKEN: `${PROBE_TOKEN},${ATTACKER_TOKEN}`,
+      ...judgeEnv(judge, { ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN: String(BUDGET), ENVWORKER_JUDGE_CACHE_ENTRIES: "0" }),
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await judge?.close();
+  });
+
+  it("one request of 1,024 judged items makes at most the client's budget of judge calls and is refused (429), while another client is served", async () => {
+    judge.delayMs = 50; // a model takes a while to answer
+    const ids = Array.from({ length: 48 }, (_, i) => `q${String(i + 1).padStart(2, "0")}`);
+    // About 100 KB: the request of the issue.
+    const items = Array.from({ length: 1024 }, (_, i) => ({ completion: `Explanation: guess ${i}.\nExact Answer: ${"x".repeat(40)} ${i}\nConfidence: 1%`, info: { id: ids[i % ids.length] } }));
+    expect(JSON.stringify({ items }).length).toBeGreaterThan(95_000);
+    const before = judge.calls.length;
+    const outcome = await underAttack(asProbe(server), () => post(server, "/envs/open-qa/score", { items }));
+    judge.delayMs = 0;
+    expectServed("1,024 judged items in one request", outcome);
+    const refused = outcome.result;
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: "CAPACITY_REACHED", details: { reason: "JUDGE_BUDGET", retry_after_s: expect.any(Number) } });
+    expect(judge.calls.length - before).toBeLessThanOrEqual(BUDGET);
+    // The other client's own judged items are scored: its budget is its own.
+    const other = await post(server, "/envs/open-qa/score", { items: items.slice(0, 2) }, PROBE_TOKEN);
+    expect(other.status).toBe(200);
+    expect(other.body.results.map((r: { metrics: Record<string, number> }) => r.metrics.judge_calls)).toEqual([1, 1]);
   }, 180_000);
 });
