@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineEnvironment } from "../src/env/environment.ts";
 import { defineJudge, fillTemplate, JudgeError, yesNoVerdict } from "../src/env/judge.ts";
 import { scoreGroup } from "../src/env/rubric.ts";
+import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { JudgeClient } from "../src/server/judge-client.ts";
@@ -75,6 +76,29 @@ describe("the author's API", () => {
     const bad = defineEnvironment({ name: "bad-group", description: "d", version: "1", dataset: () => [{ prompt: "p" }], maxTurns: 1, rubric: [{ name: "g", group: () => [1] }] });
     const two = await scoreGroup(bad.rubric, inputs.slice(0, 2));
     expect(two.map((s) => s.errors?.g)).toEqual([expect.stringMatching(/1 scores for 2 completions/), expect.stringMatching(/1 scores for 2 completions/)]);
+  });
+
+  it("a refusal for the client's judge budget is the request's 429, from a reward or from respond, whatever the function does with it", async () => {
+    const budget = { ask: async () => Promise.reject(new JudgeError("JUDGE_BUDGET", "this client has used its judge calls", 42)) };
+    const judge = defineJudge({ prompt: "{response}", parse: (t) => t === "yes" });
+    const env = defineEnvironment({
+      name: "budgeted",
+      description: "d",
+      version: "1",
+      dataset: () => [{ prompt: "p", answer: "a" }],
+      maxTurns: 2,
+      respond: async (ctx) => (ctx.turn === 1 ? (await judge.ask({ ...ctx, prompt: [], completion: [] }), {}) : { done: true }),
+      rubric: [
+        { name: "judged", fn: (input) => judge.ask(input) },
+        // Swallowing the error does not turn the refusal into a score.
+        { name: "swallowed", fn: (input) => judge.ask(input).catch(() => 0) },
+      ],
+    });
+    const input = { prompt: [], completion: [{ role: "assistant" as const, content: "x" }], answer: "a", info: {}, state: {}, args: {}, judge: budget };
+    await expect(scoreGroup(env.rubric, [input])).rejects.toMatchObject({ status: 429, code: "CAPACITY_REACHED", details: { reason: "JUDGE_BUDGET", retry_after_s: 42 } });
+    await expect(scoreGroup([env.rubric[1]!], [input])).rejects.toMatchObject({ status: 429 });
+    const { state } = resetEpisode(env, "e", {});
+    await expect(stepEpisode(env, state, { content: "x" }, { judge: budget })).rejects.toMatchObject({ status: 429, details: { reason: "JUDGE_BUDGET" } });
   });
 
   it("refuses rubric names of the judge's metrics and entries with neither or both of fn and group", () => {
