@@ -368,6 +368,13 @@ describe.each(["quickjs", "isolated-vm"] as const)("js-code: the harness cannot 
     expect(wrong.failures[0]).toMatchObject({ test: 0, got: JSON.stringify("x".repeat(64)) });
   });
 
+  it("the summary of 200 failing tests, each shown at its longest, fits the run's output limit", async () => {
+    const many: CodeTask = { ...task("fizzbuzz"), id: "client", name: "bad", tests: Array.from({ length: 200 }, (_, i) => ({ args: [i], expected: i })) };
+    const e = await evaluateSolution(sandbox, many, 'function bad(i) { if (i % 2) throw new Error("\\u0001".repeat(300)); return "\\u0001".repeat(300); }', { timeoutMs: 5000 });
+    expect(e).toMatchObject({ passed: 0, total: 200, status: "ok" });
+    expect(e.failures).toHaveLength(5);
+  });
+
   it("compares structurally, whatever the key order, and numbers approximately only when the task says so", async () => {
     const wf = "function wordFrequency(text) { const o = Object.create(null); for (const w of (text.toLowerCase().match(/[a-z0-9]+/g) || []).reverse()) o[w] = (o[w] || 0) + 1; return o; }";
     expect((await evaluateSolution(sandbox, task("word-frequency"), wf)).passed).toBe(7);

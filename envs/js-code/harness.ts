@@ -441,7 +441,8 @@ export async function evaluateSolution(sandbox: Sandbox | undefined, task: CodeT
     run = await sandbox.run(HARNESS_SOURCE, {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       memoryMb: options.memoryMb ?? DEFAULT_MEMORY_MB,
-      maxOutputBytes: 1 << 20,
+      // The summary of 200 tests at most: ~1.6 KB each when every shown value is escaped text.
+      maxOutputBytes: 512 * 1024,
       globals,
     });
   } catch (err) {
