@@ -11,7 +11,7 @@ import { scoreGroup } from "../src/env/rubric.ts";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
-import { JudgeClient } from "../src/server/judge-client.ts";
+import { CallBudget, JudgeClient } from "../src/server/judge-client.ts";
 import { judgeSettingsFromEnv } from "../src/server/config.ts";
 import { get, post } from "./helpers/http.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
@@ -202,6 +202,17 @@ describe("the judge client", () => {
     expect(client.budget.available("a")).toBe(2);
     await running;
     mock.delayMs = 0;
+  });
+
+  it("keeps the budget's buckets bounded: full ones are forgotten, at a cost per new client that does not grow", () => {
+    let now = 0;
+    const budget = new CallBudget(10, () => now);
+    for (let i = 0; i < 5000; i++) expect(budget.take(`old ${i}`)).toBeUndefined();
+    expect(budget.clients).toBe(5000); // none full yet: all kept
+    now += 60_000; // all full again
+    for (let i = 0; i < 4000; i++) budget.take(`new ${i}`);
+    expect(budget.clients).toBeLessThan(5000);
+    expect(budget.available("old 1")).toBe(10);
   });
 
   it("settings: the README's defaults, each read in its unit", () => {

@@ -29,12 +29,14 @@ const CACHE_MAX_CHARS = 8 * 2 ** 20;
 /** Backoff between attempts: 0.25 s doubling, capped at 4 s (the whole ask has a deadline anyway). */
 const BACKOFF: Omit<RetryPolicy, "maxAttempts"> = { baseDelayMs: 250, maxDelayMs: 4000 };
 
-/** Clients' buckets kept at most before the full ones are forgotten (a full bucket is a new one). */
+/** Clients' buckets kept before the full ones are forgotten (a full bucket is a new one). */
 const BUDGET_SWEEP_AT = 4096;
 
 /** Judge calls per client: a bucket of `perMinute` calls, refilled continuously at that rate. */
 export class CallBudget {
   private readonly buckets = new Map<string, { calls: number; at: number }>();
+  /** The next sweep, at twice the buckets the last one kept: sweeping stays O(1) per new client. */
+  private sweepAt = BUDGET_SWEEP_AT;
 
   constructor(
     readonly perMinute: number,
@@ -57,6 +59,11 @@ export class CallBudget {
     b.calls = Math.min(this.perMinute, b.calls + 1);
   }
 
+  /** Clients with a bucket kept. */
+  get clients(): number {
+    return this.buckets.size;
+  }
+
   /** Calls `key` may make now. */
   available(key: string): number {
     return Math.floor(this.refilled(key).calls);
@@ -66,7 +73,7 @@ export class CallBudget {
     const t = this.now();
     let b = this.buckets.get(key);
     if (!b) {
-      if (this.buckets.size >= BUDGET_SWEEP_AT) this.sweep(t);
+      if (this.buckets.size >= this.sweepAt) this.sweep(t);
       this.buckets.set(key, (b = { calls: this.perMinute, at: t }));
       return b;
     }
@@ -77,6 +84,7 @@ export class CallBudget {
 
   private sweep(t: number): void {
     for (const [key, b] of this.buckets) if (b.calls + ((t - b.at) * this.perMinute) / 60_000 >= this.perMinute) this.buckets.delete(key);
+    this.sweepAt = Math.max(BUDGET_SWEEP_AT, 2 * this.buckets.size);
   }
 }
 
