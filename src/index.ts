@@ -26,6 +26,7 @@ export {
   defineJudge,
   fillTemplate,
   JudgeError,
+  JUDGE_REASON_MAX_CHARS,
   labelledValues,
   yesNoVerdict,
   type Judge,
@@ -36,6 +37,7 @@ export {
   type JudgeRequest,
   type JudgeService,
   type JudgeSpec,
+  type JudgeSummary,
 } from "./env/judge.ts";
 export type { Action, AssistantMessage, EnvMessage, JsonObject, JsonValue, Message, SystemMessage, ToolCall, ToolMessage, UserMessage } from "./env/messages.ts";
 export type { Services } from "./env/services.ts";

@@ -12,7 +12,7 @@ import { TASKS, TASKS_BY_ID, type CodeTask } from "../envs/js-code/tasks.ts";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { scoreItems } from "../src/server/score.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
-import type { Sandbox } from "../src/sandbox/types.ts";
+import type { JsonValue, Sandbox } from "../src/sandbox/types.ts";
 
 const env = jsCode;
 const task = (id: string): CodeTask => TASKS_BY_ID.get(id)!;
@@ -323,6 +323,56 @@ describe.each(["quickjs", "isolated-vm"] as const)("js-code: the harness cannot 
     const code = FIZZ_PARTIAL + "\nJSON.stringify = () => '[]'; Array.prototype.every = () => true; Object.keys = () => [];";
     const e = await evaluateSolution(sandbox, task("fizzbuzz"), code, { timeoutMs: 1500 });
     expect([e.passed, e.total, e.status]).toEqual([3, 5, "ok"]);
+  });
+
+  it("the expected values never enter the candidate's run: it reports its outputs, compared outside (issue 29)", async () => {
+    const runs: string[] = [];
+    // What a run holds besides the fixed harness: its globals.
+    const recording: Sandbox = {
+      kind: sandbox.kind,
+      run: (c, o) => {
+        expect(c).toBe(HARNESS_SOURCE);
+        runs.push(JSON.stringify(o?.globals ?? {}));
+        return sandbox.run(c, o);
+      },
+      dispose: async () => {},
+    };
+    // A shipped task: none of its expected values (as the harness would see them) is in the run.
+    const fizz = task("fizzbuzz");
+    expect(await evaluateSolution(recording, fizz, FIZZ_PARTIAL, { timeoutMs: 1500 })).toMatchObject({ passed: 3, total: 5 });
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).not.toContain("expected");
+    for (const t of fizz.tests) if (JSON.stringify(t.expected).length > 2) expect(runs[0]).not.toContain(JSON.stringify(JSON.stringify(t.expected)).slice(1, -1));
+    expect(runs[0]).not.toContain("FizzBuzz");
+    // A client's own tests: the same.
+    const client: CodeTask = { ...fizz, id: "client", name: "double", tests: [{ args: [21], expected: 42 }, { args: [4], expected: "secret-7e1d" }] };
+    expect(await evaluateSolution(recording, client, "function double(x) { return 2 * x; }", { timeoutMs: 1500 })).toMatchObject({ passed: 1, total: 2 });
+    expect(runs[1]).not.toContain("secret-7e1d");
+    expect(runs[1]).not.toContain("42");
+  });
+
+  it("the run's reported forms and the expected values' agree on every kind of value: short texts, digests of long ones, keys in any order", async () => {
+    const values: JsonValue[] = [
+      0, -0, 1e21, 0.1 + 0.2, -5e-324, 2 ** 53 + 2, "", "x".repeat(64), "x".repeat(65), "é😀\ud800\udfff\n\u0000\"\\", "\ud83d".repeat(40),
+      [], [[[]]], { b: 1, a: [1, { d: null, c: true }], "": false, "10": 1, "9": 2, "é": 3, "z": 4, "\ud800": 5 },
+      Array.from({ length: 300 }, (_, i) => ({ [`k${i % 7}`]: i / 3, s: "é😀".repeat(i % 5) })),
+      "long ".repeat(20_000),
+    ];
+    const identity: CodeTask = { ...task("fizzbuzz"), id: "client", name: "same", tests: values.map((v) => ({ args: [v], expected: v })) };
+    const e = await evaluateSolution(sandbox, identity, "function same(x) { return x; }", { timeoutMs: 5000 });
+    expect(e).toMatchObject({ passed: values.length, total: values.length, status: "ok" });
+    // And a one-character difference anywhere fails, short or long.
+    const off: CodeTask = { ...identity, tests: [{ args: ["x".repeat(64)], expected: "x".repeat(63) + "y" }, { args: ["long ".repeat(20_000)], expected: "long ".repeat(19_999) + "lonG " }, { args: [{ a: 1 }], expected: { a: 1, b: 2 } }] };
+    const wrong = await evaluateSolution(sandbox, off, "function same(x) { return x; }", { timeoutMs: 5000 });
+    expect(wrong).toMatchObject({ passed: 0, total: 3 });
+    expect(wrong.failures[0]).toMatchObject({ test: 0, got: JSON.stringify("x".repeat(64)) });
+  });
+
+  it("the summary of 200 failing tests, each shown at its longest, fits the run's output limit", async () => {
+    const many: CodeTask = { ...task("fizzbuzz"), id: "client", name: "bad", tests: Array.from({ length: 200 }, (_, i) => ({ args: [i], expected: i })) };
+    const e = await evaluateSolution(sandbox, many, 'function bad(i) { if (i % 2) throw new Error("\\u0001".repeat(300)); return "\\u0001".repeat(300); }', { timeoutMs: 5000 });
+    expect(e).toMatchObject({ passed: 0, total: 200, status: "ok" });
+    expect(e.failures).toHaveLength(5);
   });
 
   it("compares structurally, whatever the key order, and numbers approximately only when the task says so", async () => {

@@ -15,6 +15,7 @@ import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/python.ts";
+import type { RunOptions, Sandbox } from "../src/sandbox/types.ts";
 
 let python: PythonSandbox;
 beforeAll(async () => {
@@ -139,6 +140,53 @@ describe("py-code: grading", () => {
     // Programs cannot see the expected output.
     const stdio: TestSpec = { kind: "stdio", tests: [{ input: "1\n", output: "secret-42\n" }] };
     expect(await run("import gc\nprint([o for o in gc.get_objects() if isinstance(o, str) and 'secret' in o][:1])", stdio)).toMatchObject({ passed: 0 });
+  });
+
+  it("hidden tests and expected values go only to grading runs; candidate code never does (issue 29)", async () => {
+    // Every run the harness makes, with its options.
+    const runs: { code: string; options: RunOptions }[] = [];
+    const recording: Sandbox = {
+      kind: python.kind,
+      run: (code, options = {}) => {
+        runs.push({ code, options });
+        return python.run(code, options);
+      },
+      dispose: async () => {},
+    };
+    const text = (r: (typeof runs)[number]) => r.code + JSON.stringify(r.options.globals ?? {}) + (r.options.stdin ?? "");
+    const MARK = "# CANDIDATE-7d1f";
+    const check = (secrets: string[]) => {
+      const candidate = runs.filter((r) => text(r).includes(MARK));
+      const grading = runs.filter((r) => r.options.grading === true);
+      expect(candidate.length).toBeGreaterThan(0);
+      for (const r of candidate) {
+        expect(r.options.grading, "a candidate's run is not a grading run").toBeUndefined();
+        for (const s of secrets) expect(text(r), "an expected value in a candidate's run").not.toContain(s);
+      }
+      for (const r of runs) {
+        if (secrets.some((s) => text(r).includes(s))) expect(r.options.grading, `a run holding the tests: ${r.code.slice(0, 60)}`).toBe(true);
+        if (r.options.grading) expect(text(r)).not.toContain(MARK);
+      }
+      return grading.length;
+    };
+
+    // A client's own asserts: PREPARE and VERIFY (which hold `== 400071`) are grading runs, PROBE is not.
+    const asserts: TestSpec = { kind: "assert", tests: ["assert add(400000, 71) == 400071", "assert add(-5, 5) == 0 and add(1, 1) == 2"] };
+    expect(await evaluatePython(recording, `${MARK}\ndef add(a, b):\n    return a + b`, asserts, { timeoutMs: 2000 })).toMatchObject({ passed: 2 });
+    expect(check(["400071", "== 0 and"])).toBe(2);
+
+    // A shipped task's hidden tests, through the environment (as an episode or /score runs them).
+    runs.length = 0;
+    const task = TASKS_BY_ID.get("gcd") as FunctionTask;
+    const e = await evaluatePython(recording, `${MARK}\n${REFERENCE.gcd}`, taskTests(task), { timeoutMs: 2000 });
+    expect(e).toMatchObject({ passed: task.tests.length, status: "ok" });
+    expect(check(task.tests)).toBe(2);
+
+    // Programs: the candidate's runs see the input only; the expected output is compared here.
+    runs.length = 0;
+    const stdio: TestSpec = { kind: "stdio", tests: [{ input: "7 8\n", output: "15\n" }, { input: "1 1\n", output: "expected-9f3e\n" }] };
+    expect(await evaluatePython(recording, `${MARK}\nprint(sum(map(int, input().split())))`, stdio, { timeoutMs: 2000 })).toMatchObject({ passed: 1 });
+    expect(check(["expected-9f3e"])).toBe(0);
   });
 
   it("accepts tests that use builtins and modules around the call, and nested calls", async () => {

@@ -47,7 +47,8 @@ describe("open-qa on workerd with a judge", () => {
     expect(right.body.reward).toBe(1);
     expect(right.body.observation.metrics).toMatchObject({ correct: 1, judge_calls: 1, judge_cache_hits: 0 });
     expect(right.body.observation.metrics.judge_prompt_tokens).toBeGreaterThan(0);
-    expect(right.body.observation.info.judge.correct).toMatch(/correct: yes/);
+    // The verdict and the judge's reasoning line; never its reply.
+    expect(right.body.observation.info.judge.correct).toEqual({ verdict: true, reason: expect.stringContaining("matches") });
     const wrong = await play(2, reply("Sydney"));
     expect(wrong.body.reward).toBe(0);
     expect(mock.calls.at(-1)!.headers.authorization).toBe("Bearer sk-operator");
@@ -64,7 +65,8 @@ describe("open-qa on workerd with a judge", () => {
   it("POST /score takes groups; no client-controlled URL, model or key reaches the judge", async () => {
     const evil = { ENVWORKER_JUDGE_URL: attacker.url, judge_url: attacker.url, base_url: attacker.url, model: "evil", api_key: "sk-evil" };
     const headers = { "x-envworker-judge-url": attacker.url, "openai-base-url": attacker.url, authorization: "Bearer sk-evil" };
-    const item = (a: string) => ({ completion: reply(a), answer: "Ottawa", info: { ...evil, question: "What is the capital city of Canada?" } });
+    // open-qa's row q19 (Canada, Ottawa): the judge grades the server's question and answer.
+    const item = (a: string) => ({ completion: reply(a), info: { ...evil, id: "q19" } });
     const res = await post(`${base()}/score`, { groups: [[item("Ottawa"), item("Toronto"), item("Ottawa")]] }, headers);
     expect(res.status).toBe(200);
     expect(res.body.groups[0].map((s: { reward: number }) => s.reward)).toEqual([1, 0, 1]);
@@ -85,7 +87,7 @@ describe("open-qa on workerd with a judge", () => {
     expect(failed.body.observation.info.reward_errors.correct).toMatch(/^JUDGE_FAILED: the judge failed \(2 attempts\): HTTP 500/);
     expect(failed.body.observation.metrics.has_exact_answer).toBe(1);
     await mock.close();
-    const out = await post(`${base()}/score`, { items: [{ completion: reply("Jupiter"), answer: "Jupiter" }] });
+    const out = await post(`${base()}/score`, { items: [{ completion: reply("Jupiter"), info: { id: "q05" } }] });
     expect(out.status).toBe(200);
     expect(out.body.results[0].errors.correct).toMatch(/^JUDGE_FAILED: /);
     expect((await get(`${server.url}/health`)).status).toBe(200);

@@ -3,7 +3,8 @@
  * are dedicated to a client (ENVWORKER_SANDBOX_AFFINITY=client). Two tokens make two clients
  * (client-id.ts). Client A's guest is handed a deliberate escape (its JavaScript tool runs in a host
  * that runs code as host-side JavaScript: test/fixtures/confine/escape-host.ts) and takes over the
- * host: it rewrites every later answer of that process so that js-code's hidden tests all pass.
+ * host: it rewrites every later answer of that process so that js-code's hidden tests all pass
+ * (it answers with the right outputs: the expected values themselves never reach a sandbox).
  * Client B then scores a wrong solution. With the default, B's reward is its own (0); with
  * affinity off (the control) B's reward is forged to 1.0. A's own later /score runs in A's host
  * either way (the residual: a client can forge only its own rewards).
@@ -25,9 +26,16 @@ const B = { authorization: "Bearer token-of-b" };
 
 /**
  * Host-side code: from now on, every run of this process that carries js-code's harness input is
- * answered "all tests passed" (the nonce and test count read from the run's own request).
+ * answered with the outputs of a correct fizzBuzz for the run's arguments, as the harness reports
+ * them (the nonce read from the run's own request). The expected values are not in the run
+ * (envs/js-code/harness.ts), so choosing the outputs is the most an escaped guest can do: here, the
+ * right ones, whatever the candidate's code.
  */
 const FORGE_REWARDS = `
+import { createHash } from "node:crypto";
+const fizzBuzz = (n) => Array.from({ length: n }, (_, i) => ((i + 1) % 15 === 0 ? "FizzBuzz" : (i + 1) % 3 === 0 ? "Fizz" : (i + 1) % 5 === 0 ? "Buzz" : String(i + 1)));
+const utf16be = (text) => Buffer.from(Buffer.from(text, "utf16le").swap16());
+const form = (text) => (text.length <= 64 ? "=" + text : "#" + createHash("sha256").update(utf16be(text)).digest("hex"));
 export default () => {
   const runs = new Map();
   let buffered = Buffer.alloc(0);
@@ -38,7 +46,7 @@ export default () => {
       try {
         const m = JSON.parse(buffered.subarray(4, 4 + n).toString("utf8"));
         const input = m.options?.globals?.__jscInput;
-        if (m.type === "run" && input) runs.set(m.id, { nonce: input.nonce, total: input.tests.length });
+        if (m.type === "run" && input) runs.set(m.id, { nonce: input.nonce, args: input.args });
       } catch {}
       buffered = buffered.subarray(4 + n);
     }
@@ -46,7 +54,11 @@ export default () => {
 ${editReplies(`
     const run = runs.get(message.id);
     if (message.type !== "result" || !run) return false;
-    const summary = { nonce: run.nonce, total: run.total, passed: run.total, load_error: null, failures: [] };
+    const outputs = run.args.map((a) => {
+      const text = JSON.stringify(fizzBuzz(JSON.parse(a)[0]));
+      return [form(text), text.slice(0, 200)];
+    });
+    const summary = { nonce: run.nonce, total: run.args.length, load_error: null, outputs };
     message.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
     return true;`)}
   return "poisoned";

@@ -325,7 +325,8 @@ describe("judge settings through the real environment variables (envworker serve
   afterAll(() => mock?.close());
 
   const reply = (exact: string) => `Exact Answer: ${exact}`;
-  const item = (exact: string, answer = "Ottawa") => ({ completion: reply(exact), answer, info: { question: "What is the capital city of Canada?" } });
+  // open-qa's row q19: "What is the capital city of Canada?", Ottawa.
+  const item = (exact: string) => ({ completion: reply(exact), info: { id: "q19" } });
   const score = async (server: LiveServer, items: unknown[]) => (await call(server, "POST", "/envs/open-qa/score", { items })).body.results;
 
   setting(
@@ -379,7 +380,7 @@ describe("judge settings through the real environment variables (envworker serve
     const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_CACHE_ENTRIES: "1", ENVWORKER_JUDGE_MAX_REQUEST_CHARS: String(limit) }), ["open-qa"]);
     try {
       const before = mock.calls.length;
-      const exact = { completion: "x".repeat(fits), answer: "Ottawa", info: { question: "What is the capital city of Canada?" } };
+      const exact = { completion: "x".repeat(fits), info: { id: "q19" } };
       const [atLimit, over] = await score(server, [exact, { ...exact, completion: "x".repeat(fits + 1) }]);
       expect(atLimit.errors).toBeUndefined();
       expect(over.errors.correct).toMatch(new RegExp(`^JUDGE_INVALID: the judge request holds ${limit + 1} characters`));
@@ -391,6 +392,20 @@ describe("judge settings through the real environment variables (envworker serve
       await score(server, [item("Toronto")]); // evicts Ottawa's answer: one entry
       const [again] = await score(server, [item("Ottawa")]);
       expect(again.metrics).toMatchObject({ judge_cache_hits: 0, judge_calls: 1 });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  setting(["ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN"], "a client's judge calls a minute: a /score needing more is 429 JUDGE_BUDGET; another client has its own", async () => {
+    const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN: "2", ENVWORKER_JUDGE_CACHE_ENTRIES: "0" }), ["open-qa"]);
+    try {
+      const over = await call(server, "POST", "/envs/open-qa/score", { items: [item("a"), item("b"), item("c")] });
+      expect(over.status).toBe(429);
+      expect(over.body.error).toMatchObject({ code: "CAPACITY_REACHED", details: { reason: "JUDGE_BUDGET" } });
+      const other = await postFrom("127.0.0.2", `${server.url}/envs/open-qa/score`, { items: [item("a"), item("b")] });
+      expect(other.status).toBe(200);
+      expect(other.body.results.map((r: { metrics: Record<string, number> }) => r.metrics.judge_calls)).toEqual([1, 1]);
     } finally {
       await server.stop();
     }

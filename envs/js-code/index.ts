@@ -4,7 +4,8 @@
  *
  * Single turn (maxTurns 1, no tools). The code is the last ```js/```javascript/```ts/```typescript
  * fenced block of the reply (else the last unlabelled fenced block, else the whole reply); it runs
- * with the hidden tests in ONE sandbox run (harness.ts explains the harness and its threat model).
+ * on the hidden tests' arguments in ONE sandbox run, and the outputs it reports are compared with
+ * the expected values here, outside the run (harness.ts explains the harness and its threat model).
  * `respond` runs the tests once, keeps the outcome in the episode state (`state.evaluation`) and,
  * with `feedback: true`, appends a report as a final user message; the rubric reads the outcome
  * from the state (stateless scoring runs the tests itself, once per scored item).

@@ -2,7 +2,13 @@
  * open-qa: open-answer factual questions graded by a judge model, in the manner of BrowseComp's
  * grader (OpenAI simple-evals, browsecomp_eval.py): the model answers in free text ending with
  * "Exact Answer:" and "Confidence:"; the operator's judge compares the extracted answer with the
- * reference and says `correct: yes|no`, its reasoning reported in `observation.info.judge`.
+ * reference and says `correct: yes|no`; the verdict and its reasoning line (clipped) are reported
+ * in `observation.info.judge`, never the judge's whole reply.
+ *
+ * The judge grades only this environment's own questions: the question and the reference answer
+ * are looked up by the example's id (`info.id`), never taken from the reward input, so POST /score
+ * cannot make the operator's model judge (or answer) a client's own prompt. Only the response is
+ * the client's, as it must be.
  *
  * Single turn. The data (48 questions with short, unambiguous answers) ships in `data/`.
  */
@@ -50,6 +56,8 @@ confidence: The extracted confidence score between 0% and 100% from [response]. 
 export const grader = defineJudge({
   prompt: GRADER_TEMPLATE,
   parse: yesNoVerdict("correct"),
+  // Shown to the client (clipped): the judge's last reasoning line.
+  reason: (reply) => labelledValues(reply, "reasoning").at(-1),
   temperature: 0,
   maxTokens: 1024,
 });
@@ -74,13 +82,28 @@ const toExample = (split: string) => (row: Row): Example => ({
   id: row.id,
   prompt: questionPrompt(row.question),
   answer: row.answer,
-  info: { question: row.question, topic: row.topic, split },
+  info: { id: row.id, question: row.question, topic: row.topic, split },
 });
 
 const DATA: Record<string, readonly Example[]> = {
   train: (trainRows as Row[]).map(toExample("train")),
   eval: (evalRows as Row[]).map(toExample("eval")),
 };
+
+/** Every row by its id: the judge's question and reference come from here. */
+const ROWS = new Map<string, Row>([...(trainRows as Row[]), ...(evalRows as Row[])].map((r) => [r.id, r]));
+
+/** The row an input grades against: its example's id, never a question or answer the input carries. */
+export function rowOf(info: unknown): Row {
+  const id = info && typeof info === "object" ? (info as { id?: unknown }).id : undefined;
+  const row = typeof id === "string" ? ROWS.get(id) : undefined;
+  if (!row) {
+    throw new Error(
+      "open-qa's judge grades only open-qa's own questions: score an item by its example (`example` from POST /examples, or an episode's info.example) or by `info.id` (q01-q48)",
+    );
+  }
+  return row;
+}
 
 export default defineEnvironment({
   name: "open-qa",
@@ -90,9 +113,16 @@ export default defineEnvironment({
   dataset: ({ split }) => DATA[split]!,
   maxTurns: 1,
   rubric: [
-    // The judge reads the bare question (info.question; else the prompt's user message), not the
-    // format instructions around it, and the model's whole reply.
-    { name: "correct", weight: 1, fn: (input) => grader.ask(input, typeof input.info.question === "string" ? { question: input.info.question } : {}) },
+    // The judge reads the bare question and the reference of the example's row (never the
+    // input's own prompt, answer or info.question), and the model's whole reply.
+    {
+      name: "correct",
+      weight: 1,
+      fn: (input) => {
+        const row = rowOf(input.info);
+        return grader.ask(input, { question: row.question, answer: row.answer });
+      },
+    },
     { name: "has_exact_answer", weight: 0, fn: ({ completion }) => exactAnswer(completion) !== undefined },
     {
       // Self-consistency: the share of the group (this completion included) giving the same exact

@@ -22,6 +22,11 @@
  *        parser (no evaluation of anything else), bind it and run the rewritten assert.
  *   Whatever the candidate does in (2), the most it can do is choose the text of its own values,
  *   which is what its function returns anyway; it cannot learn or reach the expected values.
+ *   PREPARE and VERIFY are GRADING runs (`grading: true`, src/sandbox/types.ts): they run in a
+ *   process where no candidate's code has run or will run, so even a candidate that escaped the
+ *   interpreter in (2) and kept a foothold in its process meets no test and no verdict there.
+ *   PREPARE runs for every evaluation, never cached: a cut made in one client's grading process
+ *   would otherwise decide another client's verdicts.
  *   Limitation: calls into the solution must be direct (`f(x)`, `Solution().f(x)`); a test that
  *   passes the function as a value (`map(f, xs)`) fails.
  *
@@ -269,9 +274,14 @@ const evaluation = (
   extra: Partial<Pick<Evaluation, "passed" | "timeouts" | "memoryErrors" | "failures">> = {},
 ): Evaluation => ({ passed: 0, timeouts: 0, memoryErrors: 0, failures: [], ...extra, total, status, message });
 
-/** Lines compared with trailing whitespace removed; trailing blank lines do not count. */
+/**
+ * Lines compared with trailing whitespace removed; trailing blank lines do not count. Linear in
+ * the text: `trimEnd` removes exactly what `/\s+$/` matches (WhiteSpace and LineTerminator), but
+ * that regex retries from every position of a run of spaces that does not end the line, so a
+ * line of 100,000 spaces and then `x` held an environment thread for seconds per line.
+ */
 export function normaliseOutput(text: string): string[] {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => l.replace(/\s+$/, ""));
+  const lines = text.replace(/\r\n?/g, "\n").split("\n").map((l) => l.trimEnd());
   while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   return lines;
 }
@@ -336,12 +346,20 @@ async function evaluateStdio(sandbox: Sandbox, code: string, tests: StdioTest[],
   return evaluation(total, "ok", message, { passed, timeouts, memoryErrors, failures });
 }
 
+/** Cut the tests' probes out, in a grading run (never where candidate code runs). */
+async function prepare(sandbox: Sandbox, tests: string[]): Promise<{ prepared: Prepared[] } | { error: string }> {
+  const prep = await safeRun(sandbox, PREPARE_SOURCE, { globals: { __tests: tests }, timeoutMs: PREPARE_TIMEOUT_MS, maxOutputBytes: 4 << 20, grading: true });
+  const prepared = prep.ok && Array.isArray(prep.result) && prep.result.length === tests.length ? (prep.result as Prepared[]) : undefined;
+  if (!prepared) return { error: `the tests could not be prepared: ${prep.error ? `${prep.error.name}: ${prep.error.message}` : "bad answer"}` };
+  return { prepared };
+}
+
 async function evaluateAsserts(sandbox: Sandbox, code: string, tests: string[], options: EvaluateOptions): Promise<Evaluation> {
   const total = tests.length;
   const memoryMb = options.memoryMb ?? DEFAULT_MEMORY_MB;
-  const prep = await safeRun(sandbox, PREPARE_SOURCE, { globals: { __tests: tests }, timeoutMs: PREPARE_TIMEOUT_MS, maxOutputBytes: 4 << 20 });
-  const prepared = prep.ok && Array.isArray(prep.result) && prep.result.length === total ? (prep.result as Prepared[]) : undefined;
-  if (!prepared) return evaluation(total, "sandbox_error", `the tests could not be prepared: ${prep.error ? `${prep.error.name}: ${prep.error.message}` : "bad answer"}`);
+  const prep = await prepare(sandbox, tests);
+  if ("error" in prep) return evaluation(total, "sandbox_error", prep.error);
+  const prepared = prep.prepared;
 
   let timeouts = 0;
   let memoryErrors = 0;
@@ -408,6 +426,7 @@ async function evaluateAsserts(sandbox: Sandbox, code: string, tests: string[], 
       timeoutMs: PREPARE_TIMEOUT_MS,
       memoryMb,
       maxOutputBytes: 1 << 20,
+      grading: true,
     });
     const verdicts = v.ok && Array.isArray(v.result) && v.result.length === todo.length ? (v.result as JsonValue[]) : undefined;
     if (!verdicts) return evaluation(total, "sandbox_error", `the tests could not be checked: ${v.error ? `${v.error.name}: ${v.error.message}` : "bad answer"}`, { timeouts, memoryErrors, failures });

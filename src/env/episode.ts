@@ -10,7 +10,8 @@ import { PyRandom } from "../pycompat/random.ts";
 import { randomUint32 } from "./entropy.ts";
 import { findNonJson } from "./json-check.ts";
 import { environmentSource } from "./source.ts";
-import { scoreRubric, type RubricScore } from "./rubric.ts";
+import { judgeBudgetError, scoreRubric, type RubricScore } from "./rubric.ts";
+import { JudgeError } from "./judge.ts";
 import type { Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
 
@@ -76,6 +77,8 @@ export interface EnvironmentFailure {
 /** The environment's code failed: EXECUTION_ERROR naming the environment and what failed, the original error as cause. */
 function executionError(env: Environment, what: string, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  // The client's judge budget ran out (a `respond` that asks the judge): 429, as for rewards.
+  if (err instanceof JudgeError && err.code === "JUDGE_BUDGET") return judgeBudgetError(err);
   const message = err instanceof Error ? err.message : String(err);
   return new ApiError("EXECUTION_ERROR", `${env.name}: ${what} failed: ${message}`, undefined, { cause: err });
 }

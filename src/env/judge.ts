@@ -4,6 +4,13 @@
  * limits) belongs to the operator: the platform hands it to reward functions as a service
  * (`input.judge`, see src/server/judge-client.ts), never configured by a request, so a client
  * cannot aim the server at another address.
+ *
+ * Nor can a client use the operator's model for its own ends: a client writes the response the
+ * judge reads (and in POST /score maybe the question and answer too), so the judge's reply is
+ * never returned to it, only the parsed verdict and a short reason (`JudgeSummary`); and every
+ * call counts against the client's budget of judge calls (ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN).
+ * A judge that should grade only the environment's own questions looks them up on the server
+ * (open-qa does, by the example's id) rather than reading them from the reward input.
  */
 import type { Message } from "./messages.ts";
 
@@ -38,6 +45,8 @@ export interface JudgeReply {
 /** The operator's judge as a platform service. */
 export interface JudgeService {
   ask(request: JudgeRequest, options?: { signal?: AbortSignal | undefined }): Promise<JudgeReply>;
+  /** What the client may be shown of an answer `ask` gave (`defineJudge` reports it; the rubric keeps it). */
+  note?(summary: JudgeSummary): void;
 }
 
 export type JudgeErrorCode =
@@ -52,7 +61,12 @@ export type JudgeErrorCode =
   /** The call's caller gave up (its episode closed, its deadline passed). */
   | "JUDGE_CANCELLED"
   /** The request itself is refused (too large). */
-  | "JUDGE_INVALID";
+  | "JUDGE_INVALID"
+  /**
+   * The client has used its judge calls for now (ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN). Not a
+   * reward's error: the rubric refuses the whole request with 429 (rubric.ts).
+   */
+  | "JUDGE_BUDGET";
 
 /** A judge failure: the reward that asked scores 0 and reports `CODE: message` (see rubric.ts). */
 export class JudgeError extends Error {
@@ -60,9 +74,23 @@ export class JudgeError extends Error {
   constructor(
     readonly code: JudgeErrorCode,
     message: string,
+    /** JUDGE_BUDGET: seconds until the client's budget is whole again. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
   }
+}
+
+/** Characters of a judge's reason shown to the client at most. */
+export const JUDGE_REASON_MAX_CHARS = 200;
+
+/**
+ * What a client is shown of one judge answer: the verdict when it is a boolean or a number, and
+ * the author's short reason (at most JUDGE_REASON_MAX_CHARS). Never the reply itself.
+ */
+export interface JudgeSummary {
+  verdict?: boolean | number;
+  reason?: string;
 }
 
 /** What a template can name: `{question}`, `{answer}`, `{response}`, and any string field of `info` or of `vars`. */
@@ -86,6 +114,11 @@ export interface JudgeSpec<Verdict> {
   system?: string;
   /** The verdict from the judge's answer; throwing (or returning undefined) makes a JUDGE_UNPARSEABLE reward error. */
   parse: (reply: string) => Verdict;
+  /**
+   * A short reason the client is shown beside the verdict (clipped to JUDGE_REASON_MAX_CHARS),
+   * e.g. the judge's `reasoning:` line. The judge's reply itself never leaves the server.
+   */
+  reason?: (reply: string) => string | undefined;
   /** The model when the operator names none (ENVWORKER_JUDGE_MODEL wins). */
   model?: string;
   temperature?: number;
@@ -97,6 +130,22 @@ export interface Judge<Verdict> {
   ask(input: JudgeInput, vars?: Record<string, string>): Promise<Verdict>;
   /** The request `ask` would send (for tests and previews). */
   request(input: JudgeInput, vars?: Record<string, string>): JudgeRequest;
+}
+
+const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** The verdict if it is plain (a boolean or a finite number), and the author's reason, clipped. */
+function summarize(verdict: unknown, reason: ((reply: string) => string | undefined) | undefined, reply: string): JudgeSummary {
+  const summary: JudgeSummary = {};
+  if (typeof verdict === "boolean" || (typeof verdict === "number" && Number.isFinite(verdict))) summary.verdict = verdict;
+  let why: unknown;
+  try {
+    why = reason?.(reply);
+  } catch {
+    why = undefined;
+  }
+  if (typeof why === "string" && why !== "") summary.reason = clip(why, JUDGE_REASON_MAX_CHARS);
+  return summary;
 }
 
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
@@ -144,9 +193,11 @@ export function defineJudge<Verdict>(spec: JudgeSpec<Verdict>): Judge<Verdict> {
       try {
         verdict = spec.parse(reply.text);
       } catch (err) {
-        throw new JudgeError("JUDGE_UNPARSEABLE", `the judge's answer could not be parsed: ${err instanceof Error ? err.message : String(err)}`);
+        // Clipped: a parser's message may quote the reply, which is not the client's to read.
+        throw new JudgeError("JUDGE_UNPARSEABLE", `the judge's answer could not be parsed: ${clip(err instanceof Error ? err.message : String(err), JUDGE_REASON_MAX_CHARS)}`);
       }
       if (verdict === undefined) throw new JudgeError("JUDGE_UNPARSEABLE", "the judge's answer could not be parsed");
+      input.judge.note?.(summarize(verdict, spec.reason, reply.text));
       return verdict;
     },
   };

@@ -10,7 +10,9 @@
  */
 import type { JsonObject, Message } from "./messages.ts";
 import type { Services } from "./services.ts";
-import { JudgeError, type JudgeReply, type JudgeService } from "./judge.ts";
+import { ApiError } from "./errors.ts";
+import { JudgeError, type JudgeReply, type JudgeService, type JudgeSummary } from "./judge.ts";
+import { anySignal } from "../sandbox/scope.ts";
 
 export interface RewardInput<Info = JsonObject, Args = unknown> extends Services {
   /** The prompt messages (system included). */
@@ -48,7 +50,10 @@ export interface RubricScore {
   metrics: Record<string, number>;
   /** Reward functions that failed, by name, with their error (`CODE: message` for coded errors). */
   errors?: Record<string, string>;
-  /** What reward functions left for the reader: `judge`, each judged function's judge answer(s). */
+  /**
+   * What reward functions left for the reader: `judge`, by judged function, what the client may
+   * see of each judge answer (`JudgeSummary`: the verdict and a short reason, never the reply).
+   */
   info?: JsonObject;
 }
 
@@ -67,6 +72,14 @@ function asScore(raw: unknown): number {
   return value;
 }
 
+/** Summaries kept per judged function and completion at most (each is bounded too). */
+const MAX_SUMMARIES = 16;
+
+/** A refusal for the client's judge budget: the request's answer (429), not one reward's error. */
+export function judgeBudgetError(err: JudgeError): ApiError {
+  return new ApiError("CAPACITY_REACHED", err.message, { reason: "JUDGE_BUDGET", ...(err.retryAfterS !== undefined ? { retry_after_s: err.retryAfterS } : {}) });
+}
+
 /** One completion's judge use, across its reward functions. */
 class JudgeMeter {
   calls = 0;
@@ -74,17 +87,36 @@ class JudgeMeter {
   promptTokens = 0;
   completionTokens = 0;
   ms = 0;
-  readonly replies: Record<string, string[]> = {};
+  readonly summaries: Record<string, JudgeSummary[]> = {};
 
-  /** The judge as reward function `name` sees it for this completion: every answer counted and kept. */
+  constructor(
+    /** Aborts every judge call of the request (its budget ran out). */
+    private readonly stop: AbortController,
+    /** Called with the first refusal for the client's budget. */
+    private readonly onBudget: (err: JudgeError) => void,
+  ) {}
+
+  /**
+   * The judge as reward function `name` sees it for this completion: every answer counted, what
+   * the client may see of it kept (`note`), the reply itself dropped.
+   */
   judgeFor(name: string, judge: JudgeService): JudgeService {
     return {
+      note: (summary) => {
+        const list = (this.summaries[name] ??= []);
+        if (list.length < MAX_SUMMARIES) list.push(summary);
+      },
       ask: async (request, options) => {
         const started = Date.now();
         let reply: JudgeReply;
         try {
-          reply = await judge.ask(request, options);
+          reply = await judge.ask(request, { signal: anySignal(options?.signal, this.stop.signal) });
         } catch (err) {
+          if (err instanceof JudgeError && err.code === "JUDGE_BUDGET") {
+            // Whatever the reward function does with the error, the request is refused.
+            this.onBudget(err);
+            throw err;
+          }
           // A failed call still cost time (and a call, unless it was refused before one was made).
           const sent = !(err instanceof JudgeError && (err.code === "JUDGE_INVALID" || err.code === "JUDGE_UNCONFIGURED"));
           if (sent) this.calls++;
@@ -98,7 +130,6 @@ class JudgeMeter {
           this.completionTokens += reply.completionTokens;
           this.ms += reply.ms;
         }
-        (this.replies[name] ??= []).push(reply.text);
         return reply;
       },
     };
@@ -118,7 +149,7 @@ class JudgeMeter {
       judge_ms: this.ms,
     });
     const judged: JsonObject = {};
-    for (const [name, texts] of Object.entries(this.replies)) judged[name] = texts.length === 1 ? texts[0]! : texts;
+    for (const [name, list] of Object.entries(this.summaries)) judged[name] = (list.length === 1 ? list[0]! : list) as JsonObject;
     if (Object.keys(judged).length > 0) score.info = { ...score.info, judge: judged };
   }
 }
@@ -127,13 +158,26 @@ class JudgeMeter {
  * Score a group of completions of one prompt (or unrelated completions: `fn` entries score each
  * alone, `group` entries see them all). `onError(index, name, error)` sees each failure itself
  * (with its stack), for the server's log.
+ *
+ * A judge call refused for the client's budget (JUDGE_BUDGET) refuses the whole scoring at once
+ * with a 429 ApiError (CAPACITY_REACHED, `details.reason: "JUDGE_BUDGET"`), and aborts the other
+ * judge calls through `judgeStop` (give one controller to several groups of one request).
  */
 export async function scoreGroup<Info, Args>(
   rubric: readonly RubricEntry<Info, Args>[],
   inputs: readonly RewardInput<Info, Args>[],
   onError?: (index: number, name: string, error: unknown) => void,
+  judgeStop: AbortController = new AbortController(),
 ): Promise<RubricScore[]> {
-  const meters = inputs.map(() => new JudgeMeter());
+  let refuse!: (err: ApiError) => void;
+  const refused = new Promise<never>((_, reject) => (refuse = reject));
+  refused.catch(() => {}); // awaited below only if it happens
+  const onBudget = (err: JudgeError) => {
+    judgeStop.abort();
+    refuse(judgeBudgetError(err));
+  };
+  if (judgeStop.signal.aborted) throw new ApiError("CAPACITY_REACHED", "the request's judge calls were stopped", { reason: "JUDGE_BUDGET" });
+  const meters = inputs.map(() => new JudgeMeter(judgeStop, onBudget));
   const values: number[][] = inputs.map(() => []);
   const errors: Record<string, string>[] = inputs.map(() => ({}));
   const fail = (i: number, name: string, err: unknown) => {
@@ -143,7 +187,7 @@ export async function scoreGroup<Info, Args>(
   // The inputs as one entry sees them: each with its own metered judge.
   const inputsFor = (name: string) => inputs.map((input, i) => (input.judge ? { ...input, judge: meters[i]!.judgeFor(name, input.judge) } : input));
   // Entries run concurrently: they are independent and some (code execution, a judge) are slow.
-  await Promise.all(
+  const scored = Promise.all(
     rubric.map(async (entry, e) => {
       const seen = inputsFor(entry.name);
       if (entry.group) {
@@ -180,6 +224,8 @@ export async function scoreGroup<Info, Args>(
       );
     }),
   );
+  // The first refusal for the budget answers now; the calls still waiting are aborted.
+  await Promise.race([scored, refused]);
   return inputs.map((_, i) => {
     const metrics: Record<string, number> = {};
     let reward = 0;

@@ -22,7 +22,7 @@ export type ToThread =
   | { t: "service-result"; sid: number; result: RunResult }
   | { t: "service-error"; sid: number; message: string }
   | { t: "judge-result"; sid: number; reply: JudgeReply }
-  | { t: "judge-error"; sid: number; code: JudgeErrorCode; message: string }
+  | { t: "judge-error"; sid: number; code: JudgeErrorCode; message: string; retryAfterS?: number | undefined }
   /** The run left the sandbox's queue and started (RunOptions.onStart, across threads). */
   | { t: "service-started"; sid: number };
 

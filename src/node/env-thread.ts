@@ -158,7 +158,7 @@ function receive(msg: ToThread): void {
     case "judge-error": {
       const w = judging.get(msg.sid);
       judging.delete(msg.sid);
-      w?.reject(new JudgeError(msg.code, msg.message));
+      w?.reject(new JudgeError(msg.code, msg.message, msg.retryAfterS));
       break;
     }
   }

@@ -634,7 +634,7 @@ export class EnvThreadPool implements EnvEngine {
    */
   private async serveJudge(thread: EnvThread, m: Extract<FromThread, { t: "judge" }>): Promise<void> {
     const call = this.calls.get(m.call);
-    const refuse = (code: JudgeErrorCode, message: string) => thread.post({ t: "judge-error", sid: m.sid, code, message });
+    const refuse = (code: JudgeErrorCode, message: string, retryAfterS?: number) => thread.post({ t: "judge-error", sid: m.sid, code, message, retryAfterS });
     if (!call || call.thread !== thread) return refuse("JUDGE_CANCELLED", "the call was abandoned");
     call.services ??= new AbortController();
     const judge = this.opts.services({ key: call.scope.key, client: call.scope.client, signal: call.services.signal }).judge;
@@ -643,7 +643,7 @@ export class EnvThreadPool implements EnvEngine {
     if (outcome?.ok) thread.post({ t: "judge-result", sid: m.sid, reply: outcome.value });
     else if (outcome) {
       const err = outcome.error;
-      refuse(err instanceof JudgeError ? err.code : "JUDGE_FAILED", errorText(err));
+      refuse(err instanceof JudgeError ? err.code : "JUDGE_FAILED", errorText(err), err instanceof JudgeError ? err.retryAfterS : undefined);
     } else refuse("JUDGE_CANCELLED", "the call was abandoned");
   }
 

@@ -60,6 +60,16 @@ export interface RunOptions extends Partial<RunLimits> {
   signal?: AbortSignal;
   /** Called once when the run leaves the queue and starts: its time limit counts from here. */
   onStart?: () => void;
+  /**
+   * A grading run: the environment's own checker, whose inputs are hidden tests and expected
+   * values (py-code's PREPARE and VERIFY runs), never a candidate's code. The promise: it runs in
+   * a process that never runs candidate code, before or after, so an engine escape in a
+   * candidate's run can neither read the tests nor change a verdict. Its code is still not the
+   * server's to trust: tests may be a client's own (`info.tests` in POST /score), so a grading run
+   * is confined like any other and runs for its `client` as any other run does (with affinity, a
+   * client's tests reach only that client's grading processes). Unset: an ordinary run, as before.
+   */
+  grading?: boolean;
 }
 
 /** `{name, message}` of a failed run; for guest errors both were computed inside the sandbox. */

@@ -67,6 +67,8 @@ export interface JudgeSettings {
   cacheEntries: number;
   /** Characters of a request's messages at most (ENVWORKER_JUDGE_MAX_REQUEST_CHARS, default 200000). */
   maxRequestChars: number;
+  /** Judge calls one client may make a minute (ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN, default 600): see judge-client.ts. */
+  clientCallsPerMinute: number;
 }
 
 /**
@@ -156,6 +158,7 @@ export function judgeSettingsFromEnv(env: Record<string, string | undefined>): J
     clientConcurrency: int(env, "ENVWORKER_JUDGE_CLIENT_CONCURRENCY", 8, 1),
     cacheEntries: int(env, "ENVWORKER_JUDGE_CACHE_ENTRIES", 4096),
     maxRequestChars: int(env, "ENVWORKER_JUDGE_MAX_REQUEST_CHARS", 200_000, 1),
+    clientCallsPerMinute: int(env, "ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN", 600, 1),
   };
 }
 

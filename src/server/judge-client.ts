@@ -10,6 +10,12 @@
  * queueing included. Answers are cached by the exact request (model, messages, sampling), up to a
  * bounded size. Every failure is a JudgeError with a code, which the rubric reports as that
  * reward's error: a judge outage costs the judged rewards, never the server.
+ *
+ * Every call a client causes (a /score item, an episode's reward; a cache hit is free) takes one
+ * from its budget: a bucket of `clientCallsPerMinute` calls, refilled continuously at that rate
+ * (ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN). An empty bucket refuses the call (JUDGE_BUDGET), which
+ * refuses the client's request with 429: one request of many judged items cannot make the
+ * operator's model answer more than the budget allows.
  */
 import OpenAI from "openai";
 import { JudgeError, type JudgeReply, type JudgeRequest, type JudgeService } from "../env/judge.ts";
@@ -22,6 +28,65 @@ import type { JudgeSettings } from "./config.ts";
 const CACHE_MAX_CHARS = 8 * 2 ** 20;
 /** Backoff between attempts: 0.25 s doubling, capped at 4 s (the whole ask has a deadline anyway). */
 const BACKOFF: Omit<RetryPolicy, "maxAttempts"> = { baseDelayMs: 250, maxDelayMs: 4000 };
+
+/** Clients' buckets kept before the full ones are forgotten (a full bucket is a new one). */
+const BUDGET_SWEEP_AT = 4096;
+
+/** Judge calls per client: a bucket of `perMinute` calls, refilled continuously at that rate. */
+export class CallBudget {
+  private readonly buckets = new Map<string, { calls: number; at: number }>();
+  /** The next sweep, at twice the buckets the last one kept: sweeping stays O(1) per new client. */
+  private sweepAt = BUDGET_SWEEP_AT;
+
+  constructor(
+    readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Take one call for `key`: undefined when taken, else the seconds until its bucket is full again. */
+  take(key: string): number | undefined {
+    const b = this.refilled(key);
+    if (b.calls >= 1) {
+      b.calls -= 1;
+      return undefined;
+    }
+    return Math.max(1, Math.ceil(((this.perMinute - b.calls) * 60) / this.perMinute));
+  }
+
+  /** Give back a call that was never made (cancelled while it waited for a slot). */
+  refund(key: string): void {
+    const b = this.refilled(key);
+    b.calls = Math.min(this.perMinute, b.calls + 1);
+  }
+
+  /** Clients with a bucket kept. */
+  get clients(): number {
+    return this.buckets.size;
+  }
+
+  /** Calls `key` may make now. */
+  available(key: string): number {
+    return Math.floor(this.refilled(key).calls);
+  }
+
+  private refilled(key: string): { calls: number; at: number } {
+    const t = this.now();
+    let b = this.buckets.get(key);
+    if (!b) {
+      if (this.buckets.size >= this.sweepAt) this.sweep(t);
+      this.buckets.set(key, (b = { calls: this.perMinute, at: t }));
+      return b;
+    }
+    b.calls = Math.min(this.perMinute, b.calls + ((t - b.at) * this.perMinute) / 60_000);
+    b.at = t;
+    return b;
+  }
+
+  private sweep(t: number): void {
+    for (const [key, b] of this.buckets) if (b.calls + ((t - b.at) * this.perMinute) / 60_000 >= this.perMinute) this.buckets.delete(key);
+    this.sweepAt = Math.max(BUDGET_SWEEP_AT, 2 * this.buckets.size);
+  }
+}
 
 /** Who asks: the fairness key (an episode, a client) and a signal that fires when they give up. */
 export interface JudgeScope {
@@ -43,14 +108,19 @@ export class JudgeClient {
   /** LRU (a Map's order) of answers by the digest of their request. */
   private readonly cache = new Map<string, Cached>();
   private cacheChars = 0;
+  /** Calls per client (the scope's key) and minute. */
+  readonly budget: CallBudget;
 
   constructor(
     readonly settings: JudgeSettings,
     /** For tests: the jitter of the backoff. */
     private readonly random: () => number = Math.random,
+    /** For tests: the budget's clock. */
+    now: () => number = Date.now,
   ) {
     this.openai = new OpenAI({ baseURL: settings.url, apiKey: settings.apiKey ?? "none", maxRetries: 0, timeout: settings.timeoutMs });
     this.server = new Limiter(settings.concurrency);
+    this.budget = new CallBudget(settings.clientCallsPerMinute, now);
   }
 
   /** The judge as one caller sees it: its requests queue under its key and end with its signal. */
@@ -81,6 +151,15 @@ export class JudgeClient {
     if (hit) {
       return { ...hit, cached: true, ms: 0, attempts: 0 };
     }
+    const retryAfterS = this.budget.take(scope.key);
+    if (retryAfterS !== undefined) {
+      const n = this.settings.clientCallsPerMinute;
+      throw new JudgeError(
+        "JUDGE_BUDGET",
+        `this client has used its judge calls (${n} a minute, ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN): retry in ${retryAfterS} s, with at most ${n} judged items a minute`,
+        retryAfterS,
+      );
+    }
     const deadline = AbortSignal.timeout(this.deadlineMs);
     const signal = anySignal(scope.signal, deadline)!;
     const started = Date.now();
@@ -101,6 +180,8 @@ export class JudgeClient {
       if (key !== undefined) this.toCache(key, answer);
       return { ...answer, cached: false, ms: Date.now() - started, attempts };
     } catch (err) {
+      // Never sent (cancelled while it waited for a slot): the call was not made, nor is it counted.
+      if (attempts === 0) this.budget.refund(scope.key);
       throw this.judgeError(err, scope.signal, deadline, attempts);
     }
   }

@@ -58,12 +58,19 @@ export async function scoreGroups(env: Environment, batch: ScoreBatch, services:
   // A batch may fail item after item the same way: one log line (the first, with its stack) per request.
   let failed = 0;
   let firstFailure: { where: string; error: unknown } | undefined;
+  // One request, one judge budget: a refusal for it stops every group's judge calls (429).
+  const judgeStop = new AbortController();
   const results = await Promise.all(
     inputs.map((group, g) =>
-      scoreGroup(env.rubric, group, (k, name, error) => {
-        failed++;
-        firstFailure ??= { where: `score ${where(g, k)}: reward ${name}`, error };
-      }),
+      scoreGroup(
+        env.rubric,
+        group,
+        (k, name, error) => {
+          failed++;
+          firstFailure ??= { where: `score ${where(g, k)}: reward ${name}`, error };
+        },
+        judgeStop,
+      ),
     ),
   );
   if (firstFailure) logEnvironmentError(env.name, undefined, failed > 1 ? `${firstFailure.where} (and ${failed - 1} more)` : firstFailure.where, firstFailure.error);

@@ -107,7 +107,9 @@ class RunGroupTests(unittest.TestCase):
             right = e.reward == 1.0
             # group_agreement is the group's: 3/4 share the right answer, the wrong one is alone.
             self.assertAlmostEqual(e.metrics["group_agreement"], 0.75 if right else 0.25)
-            self.assertRegex(e.info["judge"]["correct"], r"correct: (yes|no)")
+            # The verdict and a short reason: the judge's reply stays on the server.
+            self.assertEqual(e.info["judge"]["correct"]["verdict"], right)
+            self.assertLessEqual(len(e.info["judge"]["correct"].get("reason", "")), 201)
             self.assertIn("judge_calls", e.metrics)
         self.assertAlmostEqual(sum(group.advantages), 0.0)
         self.assertEqual(MockJudge.calls[-1]["authorization"], "Bearer sk-operator")
@@ -120,12 +122,12 @@ class RunGroupTests(unittest.TestCase):
 
 class ScoreGroupsTests(unittest.TestCase):
     def test_score_groups(self) -> None:
-        q = "What is the capital city of Canada?"
-        item = lambda a: {"completion": reply(a), "answer": "Ottawa", "info": {"question": q}}  # noqa: E731
+        # open-qa judges its own questions only: the row q19 (the capital city of Canada, Ottawa).
+        item = lambda a: {"completion": reply(a), "info": {"id": "q19"}}  # noqa: E731
         groups = score_groups(URL, "open-qa", [[item("Ottawa"), item("Toronto")], [item("Ottawa")]])
         self.assertEqual([[r.reward for r in g] for g in groups], [[1.0, 0.0], [1.0]])
         self.assertEqual([r.metrics["group_agreement"] for r in groups[0]], [0.5, 0.5])
-        self.assertRegex(groups[0][1].info["judge"]["correct"], "correct: no")
+        self.assertEqual(groups[0][1].info["judge"]["correct"]["verdict"], False)
         with self.assertRaises(ValueError):
             score_groups(URL, "open-qa", [[]])
         with self.assertRaises(ValueError):
