@@ -540,6 +540,8 @@ describe("the operator's judge is neither a relay nor an amplifier (issue 29)", 
     expect(refused.status).toBe(429);
     expect(refused.body.error).toMatchObject({ code: "CAPACITY_REACHED", details: { reason: "JUDGE_BUDGET", retry_after_s: expect.any(Number) } });
     expect(refused.body.error.message).toMatch(/ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN/);
+    // The header says when to come back too (clients' retry logic reads Retry-After, not the body).
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(mock.calls.length - before).toBeLessThanOrEqual(4);
     // An episode needing the judge counts against the same budget: refused, kept as it was.
     const reset = await post(`${server.url}/envs/open-qa/reset`, { index: 0, split: "train" }, flood);

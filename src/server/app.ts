@@ -334,7 +334,10 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   root.onError((err, c) => {
     const e = toApiError(err);
-    if (e.code === "OVERLOADED") c.header("retry-after", String(OVERLOADED_RETRY_AFTER_S));
+    // Any refusal that says when to come back says it in the header too (the judge budget's is its own).
+    const retryAfter = (e.details as { retry_after_s?: unknown } | undefined)?.retry_after_s;
+    if (typeof retryAfter === "number" && Number.isFinite(retryAfter)) c.header("retry-after", String(Math.max(1, Math.ceil(retryAfter))));
+    else if (e.code === "OVERLOADED") c.header("retry-after", String(OVERLOADED_RETRY_AFTER_S));
     // Our own failures (not the client's, not an environment's: those are logged where they happen).
     if (e.code === "INTERNAL_ERROR") logger().error(`${c.req.method} ${redactPath(c.req.path)} failed: ${e.message}`, undefined, err);
     return c.json(e.toJSON(), e.status as 400);
