@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** One rollout: its transcript beside its reward, metrics, timing, tokens and episode details. */
 import { Conversation, type ChatMessage } from "../../ui/chat.tsx";
 import type { Row, Run } from "../runs.ts";

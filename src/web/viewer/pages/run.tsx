@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** One run: its numbers, reward and metric histograms, settings, and its examples (filtered, ordered, paged). */
 import type { Child } from "hono/jsx";
 import type { Run } from "../runs.ts";

@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** The viewer's first page: every saved run, sortable, with the two to compare picked here. */
 import type { Run } from "../runs.ts";
 import type { RunStats } from "../stats.ts";
