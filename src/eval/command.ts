@@ -17,7 +17,7 @@ import {
   type RetryPolicy,
   type RolloutResult,
 } from "./rollout.ts";
-import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
+import { formatSummary, isError, newRunId, resultsDir, summarize } from "./report.ts";
 import { JudgeClient } from "../server/judge-client.ts";
 import { judgeSettingsFromEnv } from "../server/config.ts";
 import { LiveResults } from "./results-writer.ts";
@@ -349,7 +349,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       retry,
       timeoutMs: Math.round(timeoutS * 1000),
       onResult: (row) => {
-        progress.tick(row.reward, row.error !== null);
+        progress.tick(row.reward, isError(row));
         live?.append(row);
       },
     });
@@ -384,6 +384,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       pass_at_k: summary.passAtK,
       pass_threshold: passThreshold,
       errors: summary.errors.count,
+      // By reward function: how many rollouts it failed in (each also counted in `errors`).
+      ...(Object.keys(summary.errors.rewards).length > 0 ? { reward_errors: summary.errors.rewards } : {}),
       usage: summary.usage,
       ...(summary.judge ? { judge_usage: summary.judge } : {}),
       envworker_version: envworkerVersion(),

@@ -3,7 +3,11 @@
  * in the shape vf-eval prints, and the saved results (results.jsonl + metadata.json).
  *
  * A rollout that failed (error) counts as reward 0 and metrics 0 in every number here; the saved
- * rows keep reward/metrics null so the failure stays visible.
+ * rows keep reward/metrics null so the failure stays visible. A rollout whose episode finished but
+ * one of whose reward functions failed (it threw; a judge that is down, unconfigured or answered
+ * nonsense) keeps the reward the environment gave, the failed function scored 0, and is an error
+ * too: counted in `Errors:`, in metadata.json's `errors` (and, by function, `reward_errors`), never
+ * a pass for pass@k. A trainer would otherwise get zeros nobody sees.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -25,7 +29,8 @@ export interface Summary {
   /** k → mean over examples of the unbiased pass@k estimate; empty when r = 1. */
   passAtK: Record<string, number>;
   passThreshold: number;
-  errors: { count: number; first: string[] };
+  /** Rollouts that failed or had a reward function fail; `rewards`: by reward function, how many failed. */
+  errors: { count: number; first: string[]; failedRollouts: number; rewards: Record<string, number> };
   usage: Usage;
   /** What judged rewards cost, over every rollout (absent when no judge was asked). */
   judge?: JudgeUsage;
@@ -81,6 +86,28 @@ export function passKs(r: number): number[] {
   return ks;
 }
 
+/** The reward functions that failed in a rollout (name → message), from the episode's `info.reward_errors`. */
+export function rewardErrorsOf(row: Pick<RolloutResult, "env_info">): Record<string, string> | undefined {
+  const errs = row.env_info?.reward_errors;
+  if (errs === null || typeof errs !== "object" || Array.isArray(errs) || Object.keys(errs).length === 0) return undefined;
+  return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
+}
+
+/** A rollout that failed, or one of whose reward functions failed: an error in every count. */
+export function isError(row: Pick<RolloutResult, "error" | "env_info">): boolean {
+  return row.error !== null || rewardErrorsOf(row) !== undefined;
+}
+
+/** Why a rollout counts as an error, in one line. */
+export function errorLine(row: Pick<RolloutResult, "error" | "env_info">): string | undefined {
+  if (row.error !== null) return row.error;
+  const errs = rewardErrorsOf(row);
+  if (!errs) return undefined;
+  return Object.entries(errs)
+    .map(([name, message]) => `reward function ${JSON.stringify(name)} failed (scored 0): ${message}`)
+    .join("; ");
+}
+
 /** Rows in example-major order (example i, rollout k at i·r + k), as runRollouts returns them. */
 export function summarize(results: readonly RolloutResult[], n: number, r: number, opts: { passThreshold: number; seconds: number }): Summary {
   const at = (i: number, k: number) => results[i * r + k]!;
@@ -103,14 +130,16 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
       let c = 0;
       for (let j = 0; j < r; j++) {
         const row = at(i, j);
-        if (row.error === null && row.reward !== null && row.reward >= opts.passThreshold) c++;
+        if (!isError(row) && row.reward !== null && row.reward >= opts.passThreshold) c++;
       }
       return passAtK(r, c, k);
     });
     passAt[String(k)] = mean(perExample);
   }
 
-  const failed = results.filter((row) => row.error !== null);
+  const failed = results.filter(isError);
+  const rewardFailures: Record<string, number> = {};
+  for (const row of results) for (const name of Object.keys(rewardErrorsOf(row) ?? {})) rewardFailures[name] = (rewardFailures[name] ?? 0) + 1;
   const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (const row of results) {
     usage.prompt_tokens += row.usage.prompt_tokens;
@@ -124,7 +153,12 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
     metrics,
     passAtK: passAt,
     passThreshold: opts.passThreshold,
-    errors: { count: failed.length, first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${row.error}`) },
+    errors: {
+      count: failed.length,
+      first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${errorLine(row)}`),
+      failedRollouts: results.filter((row) => row.error !== null).length,
+      rewards: rewardFailures,
+    },
     usage,
     ...(judgeUsage(results) ? { judge: judgeUsage(results)! } : {}),
     seconds: opts.seconds,
@@ -216,7 +250,7 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     for (const k of ks) lines.push(`pass@${k}: ${s.passAtK[k]!.toFixed(3)}`);
   }
   const total = s.n * s.r;
-  lines.push(`Errors: ${s.errors.count}/${total} rollouts${s.errors.count > 0 ? " (counted as reward 0)" : ""}`);
+  lines.push(`Errors: ${s.errors.count}/${total} rollouts${errorsNote(s.errors)}`);
   for (const e of s.errors.first) lines.push(`  ${clip(e, 400)}`);
   lines.push(`Timing: ${s.seconds.toFixed(2)} s total, ${s.rolloutsPerSecond.toFixed(2)} rollouts/s`);
   const u = s.usage;
@@ -233,6 +267,17 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     );
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** What the errors were: failed rollouts (reward 0), failed reward functions (that function 0). */
+function errorsNote(e: Summary["errors"]): string {
+  if (e.count === 0) return "";
+  const fns = Object.entries(e.rewards);
+  if (fns.length === 0) return " (counted as reward 0)";
+  const parts: string[] = [];
+  if (e.failedRollouts > 0) parts.push(`${e.failedRollouts} failed, counted as reward 0`);
+  parts.push(`${e.count - e.failedRollouts} with a failed reward function, scored 0: ${fns.map(([name, k]) => `${name} ${k}x`).join(", ")}`);
+  return ` (${parts.join("; ")})`;
 }
 
 /** `{output_dir}/evals/{env}--{model, "/" → "--"}/{run id}` */

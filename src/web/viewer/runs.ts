@@ -78,12 +78,24 @@ const RowSchema = z
 export type Row = z.infer<typeof RowSchema>;
 export type RowMessage = z.infer<typeof MessageSchema>;
 
+/** The episode's `reward_errors` (what eval saves in env_info), or null when none failed. */
+export function rewardErrorsIn(envInfo: Record<string, unknown> | null | undefined): Record<string, string> | null {
+  const errs = envInfo?.reward_errors;
+  if (errs === null || typeof errs !== "object" || Array.isArray(errs) || Object.keys(errs).length === 0) return null;
+  return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
+}
+
+/** A rollout that failed, or one of whose reward functions failed: an error in the counts and the filter. */
+export const isErrorRow = (row: { error: string | null; rewardErrors: Record<string, string> | null }) => row.error !== null || row.rewardErrors !== null;
+
 export interface RowSummary {
   example_id: number;
   rollout: number;
   reward: number | null;
   metrics: Record<string, number> | null;
   error: string | null;
+  /** Reward functions that failed (name → message; they scored 0): the row counts as an error. */
+  rewardErrors: Record<string, string> | null;
   turns: number;
   done: boolean;
   truncated: boolean;
@@ -241,6 +253,7 @@ export class RunStore {
           reward: typeof row.reward === "number" ? row.reward : null,
           metrics: row.metrics ?? null,
           error: row.error ?? null,
+          rewardErrors: rewardErrorsIn(row.env_info),
           turns: row.turns,
           done: row.done,
           truncated: row.truncated,
