@@ -17,8 +17,8 @@ import { JUDGE_METRICS } from "../env/rubric.ts";
 export interface Stat {
   avg: number;
   std: number;
-  /** byRollout[k][i] = the value of rollout k of example i. */
-  byRollout: number[][];
+  /** byRollout[k][i] = the value of rollout k of example i; null when it did not run (an interrupted run). */
+  byRollout: (number | null)[][];
 }
 
 export interface Summary {
@@ -108,11 +108,20 @@ export function errorLine(row: Pick<RolloutResult, "error" | "env_info">): strin
     .join("; ");
 }
 
-/** Rows in example-major order (example i, rollout k at i·r + k), as runRollouts returns them. */
-export function summarize(results: readonly RolloutResult[], n: number, r: number, opts: { passThreshold: number; seconds: number }): Summary {
-  const at = (i: number, k: number) => results[i * r + k]!;
+/**
+ * Rows in example-major order (example i, rollout k at i·r + k), as runRollouts returns them. An
+ * interrupted run has holes (rollouts that never finished): every number is over the rows there.
+ */
+export function summarize(rows: readonly (RolloutResult | undefined)[], n: number, r: number, opts: { passThreshold: number; seconds: number }): Summary {
+  const results = rows.filter((row): row is RolloutResult => row !== undefined);
+  const at = (i: number, k: number) => rows[i * r + k];
   const grid = (value: (row: RolloutResult) => number): Stat => {
-    const byRollout = Array.from({ length: r }, (_, k) => Array.from({ length: n }, (_, i) => value(at(i, k))));
+    const byRollout = Array.from({ length: r }, (_, k) =>
+      Array.from({ length: n }, (_, i) => {
+        const row = at(i, k);
+        return row === undefined ? null : value(row);
+      }),
+    );
     const flat = results.map(value);
     return { avg: mean(flat), std: std(flat), byRollout };
   };
@@ -126,13 +135,15 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
 
   const passAt: Record<string, number> = {};
   for (const k of passKs(r)) {
-    const perExample = Array.from({ length: n }, (_, i) => {
+    // Over the examples whose r rollouts all finished.
+    const perExample = Array.from({ length: n }, (_, i) => i).flatMap((i) => {
       let c = 0;
       for (let j = 0; j < r; j++) {
         const row = at(i, j);
+        if (row === undefined) return [];
         if (!isError(row) && row.reward !== null && row.reward >= opts.passThreshold) c++;
       }
-      return passAtK(r, c, k);
+      return [passAtK(r, c, k)];
     });
     passAt[String(k)] = mean(perExample);
   }
@@ -199,8 +210,8 @@ export function pyFloat(x: number): string {
 }
 
 /** A list of numbers as Python prints a list of rounded floats: [1.0, 0.5, 0.333]. */
-export function pyList(xs: readonly number[]): string {
-  return `[${xs.map((x) => pyFloat(round3(x))).join(", ")}]`;
+export function pyList(xs: readonly (number | null)[]): string {
+  return `[${xs.map((x) => (x === null ? "None" : pyFloat(round3(x)))).join(", ")}]`;
 }
 
 export interface RunInfo {
@@ -209,6 +220,8 @@ export interface RunInfo {
   location: string;
   model: string;
   baseUrl: string;
+  /** The run was stopped (Ctrl-C) before every rollout finished. */
+  interrupted?: boolean;
 }
 
 function statBlock(name: string, s: Stat): string[] {
@@ -223,6 +236,7 @@ function clip(text: string, max = 300): string {
 /** The end-of-run report, in the shape vf-eval prints. */
 export function formatSummary(s: Summary, info: RunInfo, results: readonly RolloutResult[]): string {
   const lines = [
+    ...(info.interrupted ? [`--- Interrupted: ${results.length} of ${s.n * s.r} rollouts finished; the numbers below are over those ---`] : []),
     "--- Evaluation ---",
     `Environment: ${info.env}${info.location === "in-process" ? "" : ` (${info.location})`}`,
     `Model: ${info.model}`,
@@ -249,7 +263,7 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     lines.push(`pass@k (correct = reward >= ${pyFloat(s.passThreshold)}):`);
     for (const k of ks) lines.push(`pass@${k}: ${s.passAtK[k]!.toFixed(3)}`);
   }
-  const total = s.n * s.r;
+  const total = info.interrupted ? results.length : s.n * s.r;
   lines.push(`Errors: ${s.errors.count}/${total} rollouts${errorsNote(s.errors)}`);
   for (const e of s.errors.first) lines.push(`  ${clip(e, 400)}`);
   lines.push(`Timing: ${s.seconds.toFixed(2)} s total, ${s.rolloutsPerSecond.toFixed(2)} rollouts/s`);

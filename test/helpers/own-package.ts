@@ -27,8 +27,11 @@ export interface OwnPackage {
   bin: string;
   /** `npx envworker ARGS` in the package's directory, to its end. */
   run(args: string[], env?: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }>;
-  /** `npx envworker ARGS` in the package's directory, left running. */
-  spawn(args: string[], env?: Record<string, string>): LiveCommand;
+  /**
+   * `npx envworker ARGS` in the package's directory, left running; `group`: in a process group of
+   * its own, as a terminal runs a command (a signal to `-pid` reaches every process of it, as Ctrl-C does).
+   */
+  spawn(args: string[], env?: Record<string, string>, opts?: { group?: boolean }): LiveCommand;
   /** Link these packages of the checkout's node_modules into the package's (vitest, typescript, ...). */
   link(...names: string[]): void;
   remove(): void;
@@ -38,8 +41,10 @@ export interface LiveCommand {
   child: ChildProcess;
   stdout(): string;
   stderr(): string;
-  /** Resolves with the first match of `re` in stdout (rejects if the command exits first). */
-  waitFor(re: RegExp): Promise<RegExpExecArray>;
+  /** Resolves with the first match of `re` in stdout, or stderr (rejects if the command exits first). */
+  waitFor(re: RegExp, stream?: "stdout" | "stderr"): Promise<RegExpExecArray>;
+  /** Its exit code or signal, once it exits. */
+  exited: Promise<string>;
   /** SIGTERM (or `signal`), then its exit code or signal. */
   stop(signal?: NodeJS.Signals): Promise<string>;
 }
@@ -54,17 +59,19 @@ export function liveCommand(child: ChildProcess): LiveCommand {
     child,
     stdout: () => out,
     stderr: () => err,
-    waitFor: (re) =>
+    exited,
+    waitFor: (re, stream = "stdout") =>
       new Promise((res, rej) => {
+        const source = stream === "stdout" ? child.stdout! : child.stderr!;
         const check = () => {
-          const m = re.exec(out);
+          const m = re.exec(stream === "stdout" ? out : err);
           if (!m) return false;
-          child.stdout!.off("data", check);
+          source.off("data", check);
           res(m);
           return true;
         };
         if (check()) return;
-        child.stdout!.on("data", check);
+        source.on("data", check);
         void exited.then((how) => rej(new Error(`the command exited (${how}) before printing ${re}:\n${out}\n${err}`)));
       }),
     async stop(signal = "SIGTERM") {
@@ -97,7 +104,8 @@ export async function makeOwnPackage(name = "my-env"): Promise<OwnPackage> {
           res({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
         ),
       ),
-    spawn: (args, env = {}) => liveCommand(spawn(process.execPath, [bin, ...args], { cwd: dir, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })),
+    spawn: (args, env = {}, opts = {}) =>
+      liveCommand(spawn(process.execPath, [bin, ...args], { cwd: dir, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"], detached: opts.group === true })),
     link(...names) {
       for (const n of names) {
         mkdirSync(join(dir, "node_modules", n, ".."), { recursive: true });

@@ -32,6 +32,8 @@ const MetaSchema = z
     pass_at_k: z.record(z.string(), z.number()).nullish(),
     pass_threshold: z.number().nullish(),
     errors: z.number().nullish(),
+    /** Stopped by Ctrl-C: the results are the rollouts that finished. */
+    interrupted: z.boolean().nullish(),
     usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).partial().nullish(),
     envworker_version: z.string().nullish(),
   })

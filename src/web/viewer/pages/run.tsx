@@ -72,7 +72,11 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live:
           <h1 style="margin:0">
             {run.env} <span class="muted" style="font-weight:500">· {run.model}</span>
           </h1>
-          {run.complete ? (
+          {run.complete && run.meta.interrupted ? (
+            <span class="pill warn" data-testid="interrupted">
+              interrupted · {stats.rollouts} of {stats.expected} rollouts
+            </span>
+          ) : run.complete ? (
             <span class="pill">finished</span>
           ) : (
             <span class="pill good live" data-testid="live">

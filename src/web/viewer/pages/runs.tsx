@@ -74,7 +74,11 @@ export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStat
                     <td class="num hide-narrow small nowrap">{passText(stats)}</td>
                     <td class="num">{stats.errors ? <span class="pill bad">{stats.errors}</span> : <span class="muted">0</span>}</td>
                     <td class="hide-narrow">
-                      {run.complete ? null : (
+                      {run.complete && run.meta.interrupted ? (
+                        <span class="pill warn" title="interrupted: the rollouts that finished">
+                          interrupted {stats.rollouts}/{stats.expected}
+                        </span>
+                      ) : run.complete ? null : (
                         <span class="pill good live">
                           {stats.rollouts}/{stats.expected}
                         </span>
