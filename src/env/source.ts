@@ -8,7 +8,25 @@ import type { Environment } from "./environment.ts";
 
 const sources = new WeakMap<Environment, string>();
 
-/** The module URL `env` was loaded from, if it was loaded through importEnvironments. */
+/** What a module's source URL carries: the fingerprint of its folder's files when it was loaded (src/node/source-files.ts). */
+const STAMP = "#envworker-files=";
+
+/**
+ * src/node/source-files.ts, Node only (it reads files): imported by a computed name, so that a Worker's
+ * bundle, which has this module (episode.ts names an environment's source) but never imports an
+ * environment from a URL, does not take node:fs with it.
+ */
+interface SourceFiles {
+  filesStamp(moduleUrl: string): string | undefined;
+  checkStamp(moduleUrl: string, stamp: string): void;
+}
+async function sourceFiles(): Promise<SourceFiles> {
+  const here = (import.meta as { url: string }).url;
+  const name = here.endsWith(".ts") ? "../node/source-files.ts" : "../node/source-files.js";
+  return (await import(/* @vite-ignore */ new URL(name, here).href)) as SourceFiles;
+}
+
+/** The module URL `env` was loaded from, if it was loaded through importEnvironments (with its fingerprint, see src/node/source-files.ts). */
 export function environmentSource(env: Environment): string | undefined {
   return sources.get(env);
 }
@@ -19,15 +37,28 @@ function isEnvironment(value: unknown): value is Environment {
 
 /**
  * The environments a module default-exports (one environment or an array of them), each tagged
- * with the module's URL. Throws a plain Error naming the module when it exports neither.
+ * with the module's URL (and the fingerprint of its folder's files: see src/node/source-files.ts). Throws a
+ * plain Error naming the module when it exports neither.
  */
 export async function importEnvironments(moduleUrl: string): Promise<Environment[]> {
-  const mod = (await import(/* @vite-ignore */ moduleUrl)) as { default?: unknown };
+  // Loaded again (an environment thread): only if its files are still what the server loaded.
+  const at = moduleUrl.indexOf(STAMP);
+  const url = at === -1 ? moduleUrl : moduleUrl.slice(0, at);
+  let source = moduleUrl;
+  if (url.startsWith("file:")) {
+    const files = await sourceFiles();
+    if (at !== -1) files.checkStamp(url, moduleUrl.slice(at + STAMP.length));
+    else {
+      const stamp = files.filesStamp(url);
+      if (stamp !== undefined) source = `${url}${STAMP}${stamp}`;
+    }
+  }
+  const mod = (await import(/* @vite-ignore */ url)) as { default?: unknown };
   const exported = mod.default;
   const list = Array.isArray(exported) ? exported : [exported];
   if (list.length === 0 || !list.every(isEnvironment)) {
-    throw new Error(`${moduleUrl} must default-export an environment made by defineEnvironment, or an array of them`);
+    throw new Error(`${url} must default-export an environment made by defineEnvironment, or an array of them`);
   }
-  for (const env of list) sources.set(env, moduleUrl);
+  for (const env of list) sources.set(env, source);
   return list;
 }

@@ -176,7 +176,10 @@ async function pickEnvironment(spec: string | undefined, given: readonly Environ
   }
   const named = spec === undefined ? undefined : all.find((e) => e.name === spec);
   if (named) return named;
-  if (spec !== undefined && given) throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}; known: ${all.map((e) => e.name).join(", ")}`);
+  if (spec !== undefined && given) {
+    const { didYouMean } = await import("../cli/load.ts");
+    throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}${didYouMean(spec, all.map((e) => e.name))}; known: ${all.map((e) => e.name).join(", ")}`);
+  }
   if (all.length === 1) return all[0]!;
   throw new EvalUsageError(`${spec === undefined ? "which environment?" : `${spec} holds several environments;`} give ENV, one of: ${all.map((e) => e.name).join(", ")}`);
 }
