@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { didYouMean } from "../src/cli/load.ts";
 import { environmentSource, importEnvironments } from "../src/env/source.ts";
 import { freePort } from "./helpers/serve-process.ts";
-import { makeOwnPackage, type OwnPackage } from "./helpers/own-package.ts";
+import { cleanEnv, makeOwnPackage, ROOT, type OwnPackage } from "./helpers/own-package.ts";
 
 let pkg: OwnPackage;
 
@@ -111,6 +111,25 @@ describe("errors in the author's terms", { timeout: 60_000 }, () => {
     expect(own.stderr).toMatch(/unknown environment "my-en" \(did you mean "my-env"\?\)/);
     expect(didYouMean("zzzz", ["reverse-text", "wordle"])).toBe("");
     expect(didYouMean("math", ["math-tools", "math-tools-python", "wordle"])).toBe(' (did you mean "math-tools" or "math-tools-python"?)');
+  });
+});
+
+describe("the README's first screen", { timeout: 120_000 }, () => {
+  it("its third paragraph gives the init command, and that command works from the checkout", async () => {
+    // Paragraphs of prose: the title, code blocks and rules are not paragraphs.
+    const text = readFileSync(join(ROOT, "README.md"), "utf8").split("\n---\n")[0]!.replace(/```[\s\S]*?```/g, "");
+    const paragraphs = text.split(/\n\s*\n/).map((p) => p.trim()).filter((p) => p && !p.startsWith("#"));
+    const third = paragraphs[2]!;
+    const command = /`(npx envworker init my-env --dir \.\.\/my-env)`/.exec(third)?.[1];
+    expect(command, third).toBeDefined();
+    expect(third).toMatch(/from this\s+checkout/);
+    // Run as written, from the checkout (its own bin: no registry), into a folder of our own.
+    const dir = join(pkg.tmp, "readme");
+    mkdirSync(dir);
+    const args = command!.split(" ").slice(1).map((a) => (a === "../my-env" ? join(dir, "my-env") : a));
+    const out = execFileSync("npx", ["--offline", ...args], { cwd: ROOT, env: cleanEnv(), encoding: "utf8" });
+    expect(out).toMatch(/^created /);
+    expect(JSON.parse(readFileSync(join(dir, "my-env/package.json"), "utf8")).dependencies.envworker).toBe(`file:${ROOT}`);
   });
 });
 

@@ -11,7 +11,7 @@ import { randomUint32 } from "./entropy.ts";
 import { findNonJson } from "./json-check.ts";
 import { environmentSource } from "./source.ts";
 import { scoreRubric, type RubricScore } from "./rubric.ts";
-import type { Services } from "./services.ts";
+import { withSandbox, type Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
 
 export interface EpisodeState {
@@ -285,7 +285,7 @@ export async function stepEpisode(
         info: s.info,
         state: s.state,
         args: s.args,
-        ...services,
+        ...withSandbox(services),
       });
       reply = normalizeReply(r.messages);
       envDone = r.done === true;
@@ -328,7 +328,7 @@ export function scoreEpisode(
     info: s.info,
     state: s.state,
     args: s.args,
-    ...services,
+    ...withSandbox(services),
   }, onError);
 }
 

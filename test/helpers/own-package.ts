@@ -5,7 +5,7 @@
  * fetched: the package's other dependencies (vitest, typescript) are only linked when a test asks.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -87,6 +87,8 @@ export function liveCommand(child: ChildProcess): LiveCommand {
 /** `envworker init NAME` in a new temporary folder, installed as `npm install` would link it. */
 export async function makeOwnPackage(name = "my-env"): Promise<OwnPackage> {
   const tmp = mkdtempSync(join(tmpdir(), "envworker-own-"));
+  // As a home folder is (mkdtemp makes 0700): sandbox processes, a user of their own under root, reach through it.
+  chmodSync(tmp, 0o755);
   const dir = join(tmp, name);
   await new Promise<void>((res, rej) =>
     execFile(process.execPath, [join(ROOT, "bin/envworker.js"), "init", name], { cwd: tmp, env: cleanEnv() }, (err) => (err ? rej(err) : res())),
