@@ -84,6 +84,13 @@ describe("serve --watch in the package", { timeout: 180_000 }, () => {
       for (let i = 0; i < 100 && restarts() === beforeTouch; i++) await new Promise((r) => setTimeout(r, 100));
       expect(restarts()).toBeGreaterThan(beforeTouch);
       expect(await served(url, "four")).toBe("four");
+      // 6. A syntax error: the restart fails saying where (file:line:column), and the next save serves again.
+      writeFileSync(file, describe("five").replace("const args = z", "const args = = z"));
+      for (let i = 0; i < 300 && !/waiting for a change to restart it/.test(serve.stderr()); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(serve.stderr()).toMatch(/src\/index\.ts:\d+:\d+: ERROR: Unexpected "="/);
+      expect(serve.stderr()).toMatch(/the server exited \(code 2\); waiting for a change to restart it/);
+      writeFileSync(file, describe("six"));
+      expect(await served(url, "six")).toBe("six");
     } finally {
       await serve.stop();
       writeFileSync(file, original);
