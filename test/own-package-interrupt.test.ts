@@ -5,7 +5,7 @@
  * message and no summary, metadata.json got no avg_reward and the viewer showed the run live
  * forever; now the finished rollouts are summarized and saved, marked interrupted.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createViewerApp } from "../src/web/viewer/app.tsx";
@@ -66,5 +66,30 @@ describe("Ctrl-C during eval -s", { timeout: 120_000 }, () => {
     const list = await (await app.request("/")).text();
     expect(list).toMatch(/interrupted 2\/4/);
     expect(list).not.toMatch(/pill good live/);
+  });
+
+  it("a run whose eval was killed outright (no chance to save) is shown as stopped, not live forever", async () => {
+    fake.setModel((req, ctx) => (ctx.call <= 1 ? { message: { content: String(req.messages.at(-1)!.content).replace("Say ", "") } } : { hang: true }));
+    const run = pkg.spawn(["eval", "./src/echo.ts", "-m", "fake/killed", "-b", fake.baseURL, "-n", "4", "-r", "1", "-c", "1", "-s"], {}, { group: true });
+    await run.waitFor(/1\/4 rollouts/, "stderr");
+    // Once the finished rollout is on disk (the run is written as it goes).
+    const group = join(pkg.dir, "outputs", "evals", "echo--fake--killed");
+    const written = () => {
+      try {
+        return readdirSync(group).some((d) => readFileSync(join(group, d, "results.jsonl"), "utf8").trim() !== "");
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 200 && !written(); i++) await new Promise((r) => setTimeout(r, 50));
+    process.kill(-run.child.pid!, "SIGKILL");
+    await run.exited;
+    const app = createViewerApp(join(pkg.dir, "outputs", "evals"));
+    const list = await (await app.request("/")).text();
+    const id = `echo--fake--killed/${readdirSync(group)[0]}`;
+    const page = await (await app.request(`/runs/${id}`)).text();
+    expect(page).toMatch(/data-testid="abandoned"[^>]*>stopped · 1 of 4 rollouts/);
+    expect(page).not.toMatch(/data-testid="live"/);
+    expect(list).toMatch(/stopped 1\/4/);
   });
 });

@@ -3,6 +3,7 @@
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
 import { createSandbox, type Sandbox } from "../sandbox/index.ts";
+import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import type { Environment } from "../env/environment.ts";
@@ -379,7 +380,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     num_examples: n,
     rollouts_per_example: r,
   };
-  live?.start({ ...settings, seed, split: effectiveSplit ?? null, run_id: runId, started_at: started.toISOString() });
+  // pid and host: the viewer tells a run still being written from one whose process died (kill -9).
+  live?.start({ ...settings, seed, split: effectiveSplit ?? null, run_id: runId, started_at: started.toISOString(), pid: process.pid, host: hostname() });
   const t0 = performance.now();
   const signals = io.signal ? undefined : interruptOnSignals(io.stderr);
   try {

@@ -122,7 +122,7 @@ export function createViewerApp(root: string): Hono {
       order: order === "best" || order === "worst" ? order : "example",
       page: Math.max(1, Math.floor(optionalNumber(c.req.query("page")) ?? 1)),
     };
-    const live = run.complete ? undefined : { url: `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`, version: run.version };
+    const live = run.complete || run.abandoned ? undefined : { url: `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`, version: run.version };
     return page(c, RunPage({ run, stats: runStats(run), view, live }));
   });
 

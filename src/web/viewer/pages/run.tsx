@@ -78,6 +78,10 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live:
             </span>
           ) : run.complete ? (
             <span class="pill">finished</span>
+          ) : run.abandoned ? (
+            <span class="pill bad" data-testid="abandoned" title="its eval process is gone (killed) before it could finish">
+              stopped · {stats.rollouts} of {stats.expected} rollouts
+            </span>
           ) : (
             <span class="pill good live" data-testid="live">
               running · {stats.rollouts} of {stats.expected} rollouts

@@ -78,7 +78,11 @@ export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStat
                         <span class="pill warn" title="interrupted: the rollouts that finished">
                           interrupted {stats.rollouts}/{stats.expected}
                         </span>
-                      ) : run.complete ? null : (
+                      ) : run.complete ? null : run.abandoned ? (
+                        <span class="pill bad" title="its eval process is gone (killed) before it could finish">
+                          stopped {stats.rollouts}/{stats.expected}
+                        </span>
+                      ) : (
                         <span class="pill good live">
                           {stats.rollouts}/{stats.expected}
                         </span>
