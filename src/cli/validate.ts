@@ -308,7 +308,9 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
     const held: string[] = [];
     setLogger(createLogger(previous.level, (line) => held.push(line)));
     flushLog = () => {
-      if (held.length > 0) errOut(`  server log:\n${held.map((l) => l.replace(/^/gm, "    ")).join("\n")}`);
+      // A judged reward without a judge is said by its SKIP line: its stack would only bury the rest.
+      const shown = held.filter((l) => !/\n\s+JudgeError: (this server has no judge|no judge model)/.test(l));
+      if (shown.length > 0) errOut(`  server log:\n${shown.map((l) => l.replace(/^/gm, "    ")).join("\n")}`);
       held.length = 0;
     };
     cleanup = async () => {
