@@ -110,6 +110,17 @@ describe("errors in the author's terms", { timeout: 60_000 }, () => {
     expect(r.stderr).toMatch(/^envworker: \.\/bad\/import-throws\.ts: SyntaxError: Expected property name or '}' in JSON at position 1\n {4}at \S+\/bad\/import-throws\.ts:4:\d+$/m);
   });
 
+  it("a syntax error is one line that starts with its file, line and column (what a thread that cannot load shows)", async () => {
+    mkdirSync(join(pkg.dir, "bad"), { recursive: true });
+    writeFileSync(join(pkg.dir, "bad/syntax.ts"), `import { defineEnvironment } from "envworker";
+const x = = 1;
+export default defineEnvironment({} as never);
+`);
+    const r = await pkg.run(["list", "./bad/syntax.ts"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^envworker: \.\/bad\/syntax\.ts: SyntaxError: \S+\/bad\/syntax\.ts:2:\d+: ERROR: Unexpected "="$/);
+  });
+
   it("a misspelt environment gets a suggestion: a shipped one, and the package's own", async () => {
     const shipped = await pkg.run(["serve", "revers-text"]);
     expect(shipped.code).toBe(2);

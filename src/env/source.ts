@@ -31,6 +31,18 @@ export function environmentSource(env: Environment): string | undefined {
   return sources.get(env);
 }
 
+/**
+ * A TypeScript syntax error (tsx's esbuild: "Transform failed with 1 error:\n/path/env.ts:3:5:
+ * ERROR: ...") with its location on the first line: where only one line is shown (a thread that
+ * cannot load, answered as a 500), it was "Transform failed with 1 error:" and no more.
+ */
+function withLocationFirst(err: unknown): unknown {
+  if (!(err instanceof Error) || !/^Transform failed with \d+ errors?:\n/.test(err.message)) return err;
+  const located = new Error(err.message.split("\n").slice(1).filter((l) => l.trim() !== "").join("; "), { cause: err });
+  located.name = "SyntaxError";
+  return located;
+}
+
 function isEnvironment(value: unknown): value is Environment {
   return typeof value === "object" && value !== null && "name" in value && "rubric" in value && "parseArgs" in value;
 }
@@ -53,7 +65,12 @@ export async function importEnvironments(moduleUrl: string): Promise<Environment
       if (stamp !== undefined) source = `${url}${STAMP}${stamp}`;
     }
   }
-  const mod = (await import(/* @vite-ignore */ url)) as { default?: unknown };
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(/* @vite-ignore */ url)) as { default?: unknown };
+  } catch (err) {
+    throw withLocationFirst(err);
+  }
   const exported = mod.default;
   const list = Array.isArray(exported) ? exported : [exported];
   if (list.length === 0 || !list.every(isEnvironment)) {
