@@ -16,8 +16,12 @@ import type { Services } from "./env/services.ts";
 import { createSandbox } from "./sandbox/index.ts";
 import type { Sandbox } from "./sandbox/types.ts";
 import { scoreGroups } from "./server/score.ts";
-import type { ScoreItem } from "./server/protocol.ts";
+import { ActionSchema, type ScoreItem } from "./server/protocol.ts";
 import type { JudgeService } from "./env/judge.ts";
+import { assertDistFresh } from "./node/dist-stamp.ts";
+
+// Compiled, in a checkout whose sources changed since: refuse, rather than test older code (src/node/dist-stamp.ts).
+assertDistFresh(import.meta.url);
 
 export type { EnvironmentFailure, Observation, StepResult, RubricScore };
 
@@ -99,7 +103,18 @@ export interface EpisodeHandle {
   close(): Promise<void>;
 }
 
-const asAction = (t: Turn): Action => (typeof t === "string" ? { content: t } : t);
+/**
+ * A turn as the engine takes it, checked as the server checks a client's action (a test that
+ * passes undefined, or a player that returns nothing, gets this error, not a crash in the engine).
+ */
+function asAction(env: Environment, t: unknown, where: string): Action {
+  if (typeof t === "string") return { content: t };
+  const parsed = ActionSchema.safeParse(t);
+  if (parsed.success) return parsed.data as Action;
+  const shown = t === undefined ? "undefined" : (JSON.stringify(t) ?? String(t)).slice(0, 200);
+  const why = parsed.error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
+  throw new TypeError(`${env.name}: ${where} got ${shown}: a turn is the model's text (a string) or an action { content: string | null, tool_calls?: [...] } (${why})`);
+}
 
 let counter = 0;
 
@@ -127,7 +142,7 @@ export async function startEpisode(env: Environment, opts: EpisodeOptions = {}):
       return state.done;
     },
     async step(action) {
-      const stepped = await stepEpisode(env, state, asAction(action), services);
+      const stepped = await stepEpisode(env, state, asAction(env, action, "step()"), services);
       state = stepped.state;
       failures.push(...stepped.failures);
       observations.push(stepped.result.observation);
@@ -180,7 +195,7 @@ export async function playEpisode(env: Environment, opts: PlayOptions): Promise<
         const messages = handle.episode.messages;
         action = await opts.player!({ turn, messages: structuredClone(messages), reply: messages.at(-1)?.content ?? "", observation });
       }
-      observation = (await handle.step(action)).observation;
+      observation = (await handle.step(asAction(env, action, opts.actions ? `actions[${turn - 1}]` : `the player's turn ${turn}`))).observation;
     }
     if (opts.actions && turn < opts.actions.length) {
       throw new Error(`${env.name}: the episode ended after ${turn} of the ${opts.actions.length} scripted actions`);

@@ -156,6 +156,35 @@ describe("envworker/testing", () => {
     await expect(playEpisode(faulty, { actions: ["boom"] })).rejects.toMatchObject({ code: "EXECUTION_ERROR", cause: expect.any(RangeError) });
   });
 
+  it("a turn that is not one (step(undefined), a player that returns nothing) is a TypeError naming it, not a crash in the engine", async () => {
+    const e = await startEpisode(countdown, { seed: 1 });
+    await expect(e.step(undefined as never)).rejects.toThrow(new TypeError("turns-from-args: step() got undefined: a turn is the model's text (a string) or an action { content: string | null, tool_calls?: [...] } (Invalid input: expected object, received undefined)"));
+    await expect(e.step({ text: "hi" } as never)).rejects.toThrow(/step\(\) got \{"text":"hi"\}: a turn is the model's text .*content/);
+    expect(e.episode.turn).toBe(0);
+    await e.step({ content: "fine" });
+    expect(e.episode.turn).toBe(1);
+    await e.close();
+    await expect(playEpisode(countdown, { player: () => undefined as never })).rejects.toThrow(/turns-from-args: the player's turn 1 got undefined: a turn is/);
+  });
+
+  it("respond, reward functions and tools always get a sandbox (typed so); without one given, its runs say so", async () => {
+    const runs = defineEnvironment({
+      ...base,
+      name: "runs-code",
+      maxTurns: 1,
+      // The documented form: no `sandbox!`, no check (this file is type-checked by npm run typecheck).
+      respond: async ({ sandbox, lastText }) => ({ messages: JSON.stringify((await sandbox.run(lastText)).result), done: true }),
+      rubric: [{ name: "ran", fn: async ({ sandbox }) => (await sandbox.run("1 + 1")).result === 2 }],
+    });
+    const played = await playEpisode(runs, { actions: ["6 * 7"] });
+    expect(played.completion[1]!.content).toBe("42");
+    expect(played.metrics.ran).toBe(1);
+    // The engine called with no services (code of one's own): a run rejects, naming why.
+    const { resetEpisode, stepEpisode } = await import("../src/env/episode.ts");
+    const { state } = resetEpisode(runs, "no-sandbox", { seed: 0 });
+    await expect(stepEpisode(runs, state, { content: "1" })).rejects.toMatchObject({ code: "EXECUTION_ERROR", cause: expect.objectContaining({ message: expect.stringMatching(/^no code sandbox was given to this environment/) }) });
+  });
+
   it("scores a completion as POST /score does", async () => {
     const score = await scoreCompletion(countdown, { completion: [{ role: "assistant", content: "x" }, { role: "user", content: "again" }, { role: "assistant", content: "y" }] });
     expect(score).toEqual({ reward: 0, metrics: { turns: 2 } });

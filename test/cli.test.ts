@@ -201,11 +201,17 @@ describe("envworker command", { timeout: 120_000 }, () => {
       }
       const pkg = JSON.parse(readFileSync(join(dir, "my-game/package.json"), "utf8"));
       expect(pkg).toMatchObject({ name: "my-game", dependencies: { envworker: `file:${resolve(import.meta.dirname, "..")}` }, envworker: { environments: ["./src/index.ts"] } });
-      expect(pkg.allowScripts).toMatchObject({ bufferutil: true, envworker: true, "isolated-vm": true });
+      // envworker's install script, allowed by the key npm matches a `file:` dependency by: its spec.
+      expect(pkg.allowScripts).toMatchObject({ bufferutil: true, [`file:${resolve(import.meta.dirname, "..")}`]: true, "isolated-vm": true });
+      expect(pkg.allowScripts.envworker).toBeUndefined();
       expect(readFileSync(join(dir, "my-game/README.md"), "utf8")).not.toContain("npmjs.com");
       // --dependency: anything npm takes (a packed tarball, the registry's range).
       expect(envworker(["init", "tarball-game", "--dependency", "file:../envworker-0.1.0.tgz"], dir).status).toBe(0);
-      expect(JSON.parse(readFileSync(join(dir, "tarball-game/package.json"), "utf8")).dependencies.envworker).toBe("file:../envworker-0.1.0.tgz");
+      const tarballPkg = JSON.parse(readFileSync(join(dir, "tarball-game/package.json"), "utf8"));
+      expect(tarballPkg.dependencies.envworker).toBe("file:../envworker-0.1.0.tgz");
+      expect(tarballPkg.allowScripts["file:../envworker-0.1.0.tgz"]).toBe(true);
+      expect(envworker(["init", "registry-game", "--dependency", "^0.1.0"], dir).status).toBe(0);
+      expect(JSON.parse(readFileSync(join(dir, "registry-game/package.json"), "utf8")).allowScripts.envworker).toBe(true);
       expect(readFileSync(join(dir, "my-game/src/index.ts"), "utf8")).toMatch(/name: "my-game"/);
       expect(envworker(["init", "my-game"], dir).status).toBe(2);
       expect(envworker(["init", "My_Game"], dir).stderr).toMatch(/kebab-case/);

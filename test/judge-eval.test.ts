@@ -71,8 +71,11 @@ describe("envworker eval of open-qa", () => {
 
   it("without a judge the judged reward is an error in every rollout, reported, not a crash", async () => {
     const r = await run(["open-qa", "-n", "1", "-r", "1"], {});
-    expect(r.code).toBe(0);
+    // Every rollout an error (its reward function failed): the run failed, as when every rollout does.
+    expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^reward: avg - 0\.000/m);
+    expect(r.stdout).toMatch(/^Errors: 1\/1 rollouts \(1 with a failed reward function, scored 0: correct 1x\)$/m);
+    expect(r.stdout).toMatch(/^ {2}example 0, rollout 0: reward function "correct" failed \(scored 0\): JUDGE_UNCONFIGURED: /m);
     expect(r.stdout).not.toMatch(/^Judge:/m);
   });
 });

@@ -280,7 +280,8 @@ describe("javascript tool: formatting", () => {
   });
 
   it("answers without a sandbox with an error", async () => {
-    expect(await callTool(javascriptTool, { code: "1 + 1" }, {})).toEqual({ ok: false, content: "Error: no sandbox available" });
+    // A tool always gets a sandbox (AuthorServices); with none given, its runs fail saying so.
+    expect(await callTool(javascriptTool, { code: "1 + 1" }, {})).toEqual({ ok: false, content: expect.stringMatching(/^Error: no code sandbox was given to this environment/) });
   });
 
   it("formats runs like a notebook cell", () => {

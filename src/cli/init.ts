@@ -16,8 +16,10 @@ Create a standalone environment package NAME (lower-case kebab-case: the environ
 DIR (default ./NAME, which must not exist or be empty): src/index.ts (a small multi-turn game),
 test/env.test.ts (vitest, envworker/testing), README.md, src/worker.ts + wrangler.toml (Cloudflare
 Workers), package.json depending on envworker:
-  run from a checkout of envworker: "file:CHECKOUT" (npm links the package to the checkout, whose
-                                    dist/ \`npm run build\` makes there)
+  run from a checkout of envworker: "file:CHECKOUT" (npm links the package to the checkout; its
+                                    tests, type checks and Worker use the checkout's dist/, which
+                                    \`npm test\` and the others build first when it is missing or
+                                    older than the checkout: \`envworker build --if-stale\`)
   run from an installed envworker:  "^VERSION" (the npm registry)
   --dependency SPEC                 anything npm takes instead, e.g. a tarball from \`npm pack\`:
                                     --dependency file:../envworker-0.1.0.tgz
@@ -64,6 +66,16 @@ export function dependencySpec(root: string | undefined = envworkerRoot(), versi
 /** A checkout has the TypeScript sources; the installed package only dist/. */
 const isCheckout = (root: string) => existsSync(join(root, "src", "index.ts"));
 
+/**
+ * The package.json `allowScripts` key that lets envworker's install script run. npm matches a
+ * registry package by its name, but any other dependency (a `file:` folder or tarball, a URL, git)
+ * by its spec, exactly: a bare "envworker" key does not cover `file:/path/to/checkout`, and npm
+ * warned that envworker's install script was not covered.
+ */
+export function allowScriptsKey(dependency: string): string {
+  return /^(npm:)?[\^~<>=*\d]/.test(dependency) || dependency === "latest" || dependency === "" ? "envworker" : dependency;
+}
+
 export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
   if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
   if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
@@ -73,8 +85,11 @@ export function scaffold(name: string, target: string, dependency = dependencySp
   for (const rel of templateFiles(dir)) {
     let text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__ENVWORKER_VERSION__", version);
     if (rel === "package.json") {
-      const pkg = JSON.parse(text) as { dependencies: Record<string, string> };
+      const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
       pkg.dependencies.envworker = dependency;
+      // envworker's install script (an optional native helper), allowed under the key npm matches it by.
+      const { envworker: allowed, ...others } = pkg.allowScripts;
+      pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
       text = `${JSON.stringify(pkg, null, 2)}\n`;
     }
     const out = join(target, rel === "_gitignore" ? ".gitignore" : rel);
@@ -118,10 +133,10 @@ export async function initCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const shown = relative(process.cwd(), target) || ".";
-  const steps = [`cd ${shown}`, "npm install", "npm test", "npx envworker serve"];
-  // Linked to a checkout: its tests and its Worker import envworker's compiled dist/.
+  // Linked to a checkout: its tests and its Worker import envworker's compiled dist/, which
+  // `npm test` (its pretest: envworker build --if-stale) builds when it is missing or stale.
   const linked = root !== undefined && dependency === `file:${root}`;
-  if (linked && !existsSync(join(root, "dist", "src", "index.js"))) steps.unshift(`(cd ${root} && npm run build)   # once, and after updating the checkout: dist/ for the package's tests and Worker`);
+  const steps = [`cd ${shown}`, "npm install", `npm test${linked ? "                  # first builds the checkout's dist/ when it is missing or older than the checkout" : ""}`, "npx envworker serve"];
   console.log(`created ${shown}/: ${files.join(", ")}\nenvworker dependency: ${dependency}${linked ? " (this checkout)" : ""}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
   return 0;
 }

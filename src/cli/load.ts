@@ -20,6 +20,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
 import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
+import { envworkerRoot } from "./version.ts";
 
 export class SpecError extends Error {}
 
@@ -52,7 +53,7 @@ export async function findProjectConfig(dir: string): Promise<ProjectConfig | un
     try {
       mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
     } catch (err) {
-      throw new SpecError(`${file}: ${(err as Error).message}`);
+      throw new SpecError(`${file}: ${describeLoadError(err, file)}`);
     }
     return { file, specs: specsOf(mod.default, file, "its default export") };
   }
@@ -117,12 +118,46 @@ interface Context {
   shipped?: Environment[];
 }
 
+/** Where envworker's own code is (its sources, its build, its command): frames there are not the author's. */
+const OWN_ROOT = envworkerRoot();
+const OWN_CODE = OWN_ROOT === undefined ? [] : ["src", "dist", "bin"].map((d) => `${OWN_ROOT}/${d}/`);
+
+/**
+ * A module that failed to load, in its author's terms: the error (its class when it is not a plain
+ * Error: `SyntaxError: Expected property name ...`) and where in the author's code it was thrown,
+ * the stack frames outside envworker and node_modules (`at /path/env.ts:3:20`), or else the module
+ * file itself. A TypeScript syntax error's message already names the file, line and column.
+ */
+export function describeLoadError(err: unknown, moduleFile: string | undefined): string {
+  if (!(err instanceof Error)) return String(err);
+  const head = err.name && err.name !== "Error" && !err.message.startsWith(err.name) ? `${err.name}: ${err.message}` : err.message;
+  if (/:\d+:\d+: ERROR: /.test(err.message)) return head; // esbuild's transform error: the location is in it
+  const frames: string[] = [];
+  for (const line of (err.stack ?? "").split("\n").slice(1)) {
+    const m = /^\s*at (?:.*? \()?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/.exec(line);
+    if (!m) continue;
+    let file = m[1]!;
+    if (file.startsWith("file://")) {
+      try {
+        file = fileURLToPath(file);
+      } catch {
+        continue;
+      }
+    }
+    if (file.includes("/node_modules/") || OWN_CODE.some((dir) => file.startsWith(dir))) continue;
+    frames.push(`    at ${file}:${m[2]}:${m[3]}`);
+    if (frames.length === 5) break;
+  }
+  if (frames.length === 0 && moduleFile !== undefined) frames.push(`    in ${moduleFile}`);
+  return [head, ...frames].join("\n");
+}
+
 async function importModule(url: string, spec: string): Promise<Environment[]> {
   let envs: Environment[];
   try {
     envs = await importEnvironments(url);
   } catch (err) {
-    throw new SpecError(`${spec}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new SpecError(`${spec}: ${describeLoadError(err, url.startsWith("file:") ? fileURLToPath(url) : undefined)}`);
   }
   // An author's module: what would fail every reset (an empty dataset) is said now, not to the first client.
   const problems = envs.flatMap(datasetProblems);
@@ -159,8 +194,30 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
   if (configError) throw configError;
   const known = [...(ctx.configEnvs ?? []), ...ctx.shipped].map((e) => e.name);
   throw new SpecError(
-    `unknown environment ${JSON.stringify(spec)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package; known: ${known.join(", ")}`,
+    `unknown environment ${JSON.stringify(spec)}${didYouMean(spec, known)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package; known: ${known.join(", ")}`,
   );
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), for names of a few dozen characters. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** ` (did you mean "reverse-text"?)` for a name a few typos from known ones (the closest first), else "". */
+export function didYouMean(name: string, known: readonly string[]): string {
+  const close = [...new Set(known)]
+    .map((k) => ({ k, d: editDistance(name.toLowerCase(), k.toLowerCase()) }))
+    .filter(({ k, d }) => d <= Math.max(2, Math.floor(Math.max(name.length, k.length) / 4)) || k.includes(name) || name.includes(k))
+    .sort((x, y) => x.d - y.d)
+    .slice(0, 3)
+    .map(({ k }) => JSON.stringify(k));
+  return close.length === 0 ? "" : ` (did you mean ${close.join(" or ")}?)`;
 }
 
 async function loadAll(specs: readonly string[], ctx: Context, files: string[]): Promise<Environment[]> {

@@ -26,6 +26,7 @@ commands:
   validate [--url URL] [ENV ...]                   check environments: openenv validate's checks and an episode
   eval [ENV] -m MODEL -b URL [-n N] [-r N] ...     evaluate an environment with an OpenAI-compatible model
   init NAME [--dir DIR]                            create a standalone environment package
+  build [--if-stale | --check]                     build dist/ in this envworker's checkout (for packages linked to it)
   run-code [--lang javascript|python] [--backend B] [--ts] [--stdin TEXT|@FILE] [FILE]
                                                    run code in the sandbox, print the result as JSON
   view [DIR] [--host 127.0.0.1] [--port 8001]      browse saved eval runs (default DIR outputs/evals)
@@ -159,6 +160,10 @@ export async function main(argv: string[]): Promise<number> {
       case "validate": {
         const { validateCommand } = await import("./validate.ts");
         return await validateCommand(rest);
+      }
+      case "build": {
+        const { buildCommand } = await import("./build.ts");
+        return await buildCommand(rest);
       }
       case "init": {
         const { initCommand } = await import("./init.ts");

@@ -13,6 +13,8 @@ export interface Check {
   name: string;
   ok: boolean;
   detail?: string;
+  /** Not checked (a judged reward on a server without a judge): ok, but said in the verdict. */
+  skipped?: boolean;
 }
 
 type Fetch = (url: string, init?: RequestInit) => Promise<Response>;
@@ -113,6 +115,7 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
     return JSON.stringify(r.body.observation?.messages) === JSON.stringify(prompt) || "the second reset with seed 0 gave a different prompt: every random choice must go through the episode's rng";
   });
   let played: { id: string; reward: number; turns: number } | undefined;
+  const unchecked: { name: string; message: string }[] = [];
   await check(`an episode played with a scripted turn (${JSON.stringify((opts.action ?? DEFAULT_ACTION).slice(0, 40))}) ends with finite rewards and no failing reward function`, async () => {
     const r = await post("/reset", { seed: 0 });
     if (r.status !== 200) return `reset: ${describe(r)}`;
@@ -138,7 +141,10 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
       if (!finite(value)) problems.push(`metric ${name} is ${JSON.stringify(value)}`);
     }
     const errors = last.observation?.info?.reward_errors as Record<string, string> | undefined;
-    for (const [name, message] of Object.entries(errors ?? {})) if (!unjudged(message)) problems.push(`reward function ${name} failed: ${message}`);
+    for (const [name, message] of Object.entries(errors ?? {})) {
+      if (unjudged(message)) unchecked.push({ name, message });
+      else problems.push(`reward function ${name} failed: ${message}`);
+    }
     played = { id, reward: last.reward, turns: steps };
     return problems.length === 0 || problems.join("; ");
   });
@@ -165,7 +171,24 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
       }
     });
   }
+  // Judged rewards the server could not ask a judge about: named, never passed over in silence.
+  for (const { name, message } of unchecked) {
+    checks.push({
+      name: `reward function ${name}`,
+      ok: true,
+      skipped: true,
+      detail: `not checked, it needs a judge the server does not have (${message}); set ENVWORKER_JUDGE_URL and ENVWORKER_JUDGE_MODEL to check it`,
+    });
+  }
   return checks;
+}
+
+/** The verdict line of one environment: `PASS name`, `FAIL name`, and what was not checked. */
+export function verdict(name: string, checks: readonly Check[]): string {
+  const bad = checks.filter((c) => !c.ok);
+  const skipped = checks.filter((c) => c.skipped);
+  const note = skipped.length > 0 ? ` (not checked: ${skipped.map((c) => c.name).join(", ")}: no judge)` : "";
+  return `${bad.length === 0 ? "PASS" : "FAIL"} ${name}${note}`;
 }
 
 /**
@@ -192,8 +215,9 @@ an unreachable server, 2 on usage errors.
   -h, --help
 
 Without --url: environments loaded from specs, served in process, with the judge the
-ENVWORKER_JUDGE_* settings name (without one, a judged reward's JUDGE_UNCONFIGURED is not
-counted as a failure: such rewards are then not checked).
+ENVWORKER_JUDGE_* settings name. A judged reward the server has no judge for (no URL, or no
+model: JUDGE_UNCONFIGURED) is not checked, and said so: "PASS NAME (not checked: reward function
+X: no judge)" and a SKIP line; any other judge failure (down, unparseable) is a FAIL.
 
 ${SPECS_HELP}`;
 
@@ -284,7 +308,9 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
     const held: string[] = [];
     setLogger(createLogger(previous.level, (line) => held.push(line)));
     flushLog = () => {
-      if (held.length > 0) errOut(`  server log:\n${held.map((l) => l.replace(/^/gm, "    ")).join("\n")}`);
+      // A judged reward without a judge is said by its SKIP line: its stack would only bury the rest.
+      const shown = held.filter((l) => !/\n\s+JudgeError: (this server has no judge|no judge model)/.test(l));
+      if (shown.length > 0) errOut(`  server log:\n${shown.map((l) => l.replace(/^/gm, "    ")).join("\n")}`);
       held.length = 0;
     };
     cleanup = async () => {
@@ -299,8 +325,8 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
       const checks = await validateBase(base, fetcher, opts);
       const bad = checks.filter((c) => !c.ok);
       if (bad.length) failed++;
-      out(`${bad.length === 0 ? "PASS" : "FAIL"} ${name}`);
-      for (const c of checks) out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.detail ? `: ${c.detail}` : ""}`);
+      out(verdict(name, checks));
+      for (const c of checks) out(`  ${c.skipped ? "SKIP" : c.ok ? "ok  " : "FAIL"} ${c.name}${c.detail ? `: ${c.detail}` : ""}`);
       flushLog();
     }
   } finally {

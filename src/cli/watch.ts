@@ -6,13 +6,15 @@
  * error being fixed) is started again on the next change; open episodes do not survive a restart.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, watch, type FSWatcher } from "node:fs";
+import { existsSync, readdirSync, statSync, watch, type Dirent, type FSWatcher } from "node:fs";
 import { dirname, join, relative } from "node:path";
 
 /** Changes under these folders never restart the server (installs, builds, eval outputs, VCS). */
 const IGNORED_DIRS = new Set(["node_modules", "dist", "outputs", "coverage"]);
 const IGNORED = /(^|[\\/])(node_modules|\.[^\\/]+|dist|outputs|coverage)([\\/]|$)/;
 const DEBOUNCE_MS = 200;
+/** Folders watched at most (each is an inotify watch on Linux): a module's folder is a project, not a disk. */
+const MAX_DIRS = 2000;
 
 /**
  * What to watch for a module's folder: all of it, unless it holds node_modules (a project's root,
@@ -23,6 +25,74 @@ function watchTargets(dir: string): { path: string; recursive: boolean }[] {
   if (!existsSync(join(dir, "node_modules"))) return [{ path: dir, recursive: true }];
   const subdirs = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory() && !IGNORED_DIRS.has(d.name) && !d.name.startsWith("."));
   return [{ path: dir, recursive: false }, ...subdirs.map((d) => ({ path: join(dir, d.name), recursive: true }))];
+}
+
+/**
+ * Watches folders and calls `onChange` with the path of whatever changed in them, however it was
+ * written. Each folder gets a watch of its own (not fs.watch's `recursive`), and a folder that
+ * appears is watched when it does: on Linux, Node's recursive watch follows each file, and an
+ * editor that saves by writing a new file and renaming it over the old one (sed -i, vim) left it
+ * following the replaced file, so no later save restarted anything. A folder's own watch sees
+ * every write, rename and new file in it.
+ */
+class FolderWatch {
+  private readonly watchers = new Map<string, FSWatcher>();
+  private warned = false;
+
+  constructor(private readonly onChange: (path: string) => void) {}
+
+  add(dir: string, recursive: boolean): void {
+    if (this.watchers.has(dir)) return;
+    if (this.watchers.size >= MAX_DIRS) {
+      if (!this.warned) console.error(`envworker: --watch: more than ${MAX_DIRS} folders; changes in the others are not seen`);
+      this.warned = true;
+      return;
+    }
+    let w: FSWatcher;
+    try {
+      w = watch(dir, (_event, name) => {
+        const file = name ? String(name) : "";
+        if (IGNORED.test(file)) return;
+        const path = file ? join(dir, file) : dir;
+        // A new folder (made, or renamed into place): watch it and what it holds.
+        if (recursive && file && isDir(path)) this.add(path, true);
+        this.onChange(path);
+      });
+    } catch (err) {
+      // Gone before it could be watched (a temporary folder): nothing to see there.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") console.error(`envworker: --watch: ${dir}: ${(err as Error).message}`);
+      return;
+    }
+    w.on("error", (err) => {
+      // The folder itself went away (deleted, or renamed): forget it; a new one of that name is
+      // seen by its parent's watch.
+      this.watchers.get(dir)?.close();
+      this.watchers.delete(dir);
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" && (err as NodeJS.ErrnoException).code !== "EPERM") console.error(`envworker: --watch: ${dir}: ${err.message}`);
+    });
+    this.watchers.set(dir, w);
+    if (!recursive) return;
+    let entries: Dirent[] = [];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const d of entries) if (d.isDirectory() && !IGNORED_DIRS.has(d.name) && !d.name.startsWith(".")) this.add(join(dir, d.name), true);
+  }
+
+  close(): void {
+    for (const w of this.watchers.values()) w.close();
+    this.watchers.clear();
+  }
+}
+
+function isDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 export function superviseServe(serveArgs: readonly string[], files: readonly string[]): Promise<number> {
@@ -50,29 +120,40 @@ export function superviseServe(serveArgs: readonly string[], files: readonly str
     });
   };
 
-  const restart = async (why: string) => {
-    console.error(`envworker: ${why} changed; restarting the server`);
-    const old = child;
-    if (old && old.exitCode === null && old.signalCode === null) {
-      restarting.add(old);
-      const exited = new Promise((r) => old.once("exit", r));
-      old.kill("SIGTERM");
-      await exited;
+  // One restart at a time: a change during one (the old server still finishing its requests)
+  // restarts again once it is done, so the server always ends up running the latest files.
+  let inProgress: Promise<void> | undefined;
+  let again: string | undefined;
+  const restart = async (why: string): Promise<void> => {
+    if (inProgress) {
+      again = why;
+      return;
     }
-    if (!stopping) start();
+    console.error(`envworker: ${why} changed; restarting the server`);
+    inProgress = (async () => {
+      const old = child;
+      if (old && old.exitCode === null && old.signalCode === null) {
+        restarting.add(old);
+        const exited = new Promise((r) => old.once("exit", r));
+        old.kill("SIGTERM");
+        await exited;
+      }
+      if (!stopping) start();
+    })();
+    await inProgress;
+    inProgress = undefined;
+    if (again !== undefined && !stopping) {
+      const next = again;
+      again = undefined;
+      await restart(next);
+    }
   };
 
-  const watchers: FSWatcher[] = [];
-  for (const [dir, recursive] of targets) {
-    const w = watch(dir, { recursive }, (_event, name) => {
-      const file = name ? String(name) : "";
-      if (IGNORED.test(file)) return;
-      clearTimeout(restartTimer);
-      restartTimer = setTimeout(() => void restart(relative(process.cwd(), `${dir}/${file}`) || dir), DEBOUNCE_MS);
-    });
-    w.on("error", (err) => console.error(`envworker: --watch: ${dir}: ${err.message}`));
-    watchers.push(w);
-  }
+  const watching = new FolderWatch((path) => {
+    clearTimeout(restartTimer);
+    restartTimer = setTimeout(() => void restart(relative(process.cwd(), path) || path), DEBOUNCE_MS);
+  });
+  for (const [dir, recursive] of targets) watching.add(dir, recursive);
   start();
 
   return new Promise((resolve) => {
@@ -80,7 +161,7 @@ export function superviseServe(serveArgs: readonly string[], files: readonly str
       if (stopping) return;
       stopping = true;
       clearTimeout(restartTimer);
-      for (const w of watchers) w.close();
+      watching.close();
       const c = child;
       if (!c || c.exitCode !== null || c.signalCode !== null) return resolve(0);
       c.once("exit", () => resolve(0));

@@ -4,9 +4,9 @@
  */
 import { z } from "zod";
 import type { JsonValue } from "./messages.ts";
-import type { Services } from "./services.ts";
+import type { AuthorServices } from "./services.ts";
 
-export interface ToolContext extends Services {
+export interface ToolContext extends AuthorServices {
   /** Aborted when the tool's time is up; long-running tools should pass it on. */
   signal: AbortSignal;
 }

@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { EnvMessage, JsonObject, Message } from "./messages.ts";
 import type { PyRandom } from "../pycompat/random.ts";
 import { JUDGE_METRICS, type RubricEntry } from "./rubric.ts";
-import type { Services } from "./services.ts";
+import type { AuthorServices } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
 import { toolMetrics } from "./tool-metrics.ts";
 
@@ -32,7 +32,7 @@ export interface GenerateContext<Args> extends ExampleSource<Args> {
   index: number | undefined;
 }
 
-export interface TurnContext<Info = JsonObject, Args = unknown> extends Services {
+export interface TurnContext<Info = JsonObject, Args = unknown> extends AuthorServices {
   /** The whole conversation so far, prompt included, ending with the model's latest turn. */
   messages: Message[];
   /** The model's latest turn's text ("" if it only called tools). */

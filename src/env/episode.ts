@@ -12,7 +12,7 @@ import { findNonJson } from "./json-check.ts";
 import { environmentSource } from "./source.ts";
 import { judgeBudgetError, scoreRubric, type RubricScore } from "./rubric.ts";
 import { JudgeError } from "./judge.ts";
-import type { Services } from "./services.ts";
+import { withSandbox, type Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
 
 export interface EpisodeState {
@@ -288,7 +288,7 @@ export async function stepEpisode(
         info: s.info,
         state: s.state,
         args: s.args,
-        ...services,
+        ...withSandbox(services),
       });
       reply = normalizeReply(r.messages);
       envDone = r.done === true;
@@ -331,7 +331,7 @@ export function scoreEpisode(
     info: s.info,
     state: s.state,
     args: s.args,
-    ...services,
+    ...withSandbox(services),
   }, onError);
 }
 

@@ -9,12 +9,12 @@
  * group of one.
  */
 import type { JsonObject, Message } from "./messages.ts";
-import type { Services } from "./services.ts";
+import { withSandbox, type AuthorServices, type Services } from "./services.ts";
 import { ApiError } from "./errors.ts";
 import { JudgeError, type JudgeReply, type JudgeService, type JudgeSummary } from "./judge.ts";
 import { anySignal } from "../sandbox/scope.ts";
 
-export interface RewardInput<Info = JsonObject, Args = unknown> extends Services {
+export interface RewardInput<Info = JsonObject, Args = unknown> extends AuthorServices {
   /** The prompt messages (system included). */
   prompt: Message[];
   /** Everything after the prompt: the model's turns and the environment's replies. */
@@ -25,6 +25,12 @@ export interface RewardInput<Info = JsonObject, Args = unknown> extends Services
   state: JsonObject;
   args: Args;
 }
+
+/**
+ * What the scoring functions below take: a RewardInput whose sandbox may be missing (a test that
+ * scores a completion by hand); the reward functions get one (withSandbox) that fails its runs.
+ */
+export type ScoringInput<Info = JsonObject, Args = unknown> = Omit<RewardInput<Info, Args>, "sandbox"> & Services;
 
 export type RewardFunction<Info = JsonObject, Args = unknown> = (
   input: RewardInput<Info, Args>,
@@ -165,10 +171,11 @@ class JudgeMeter {
  */
 export async function scoreGroup<Info, Args>(
   rubric: readonly RubricEntry<Info, Args>[],
-  inputs: readonly RewardInput<Info, Args>[],
+  given: readonly ScoringInput<Info, Args>[],
   onError?: (index: number, name: string, error: unknown) => void,
   judgeStop: AbortController = new AbortController(),
 ): Promise<RubricScore[]> {
+  const inputs: RewardInput<Info, Args>[] = given.map(withSandbox);
   let refuse!: (err: ApiError) => void;
   const refused = new Promise<never>((_, reject) => (refuse = reject));
   refused.catch(() => {}); // awaited below only if it happens
@@ -243,7 +250,7 @@ export async function scoreGroup<Info, Args>(
 /** Score one completion: a group of one. */
 export async function scoreRubric<Info, Args>(
   rubric: readonly RubricEntry<Info, Args>[],
-  input: RewardInput<Info, Args>,
+  input: ScoringInput<Info, Args>,
   onError?: (name: string, error: unknown) => void,
 ): Promise<RubricScore> {
   const [score] = await scoreGroup(rubric, [input], onError && ((_, name, error) => onError(name, error)));

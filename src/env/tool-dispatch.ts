@@ -5,7 +5,7 @@
  * how the tool-error metric counts them.
  */
 import type { ToolCall, ToolMessage } from "./messages.ts";
-import type { Services } from "./services.ts";
+import { withSandbox, type Services } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
 import { anySignal } from "../sandbox/scope.ts";
 import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from "../sandbox/types.ts";
@@ -147,7 +147,7 @@ export async function callTool(tool: Tool, args: unknown, services: Services, ca
   const ctx = {
     ...services,
     signal: controller.signal,
-    sandbox: services.sandbox && toolSandbox(services.sandbox, controller.signal, clock),
+    sandbox: toolSandbox(withSandbox(services).sandbox, controller.signal, clock),
     python: services.python && toolSandbox(services.python, controller.signal, clock),
   };
   try {

@@ -3,6 +3,7 @@
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
 import { createSandbox, type Sandbox } from "../sandbox/index.ts";
+import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import type { Environment } from "../env/environment.ts";
@@ -13,11 +14,12 @@ import {
   planJobs,
   RemoteDriver,
   runRollouts,
+  RunInterruptedError,
   type EpisodeDriver,
   type RetryPolicy,
   type RolloutResult,
 } from "./rollout.ts";
-import { formatSummary, newRunId, resultsDir, summarize } from "./report.ts";
+import { formatSummary, isError, newRunId, resultsDir, summarize } from "./report.ts";
 import { JudgeClient } from "../server/judge-client.ts";
 import { judgeSettingsFromEnv } from "../server/config.ts";
 import { LiveResults } from "./results-writer.ts";
@@ -71,6 +73,11 @@ export interface EvalIO {
   environments?: readonly Environment[];
   /** Clock for the run id and dates. */
   now?: () => Date;
+  /**
+   * Stops the run (as Ctrl-C does): no rollout starts after it aborts, the summary of the finished
+   * ones is printed and saved marked interrupted. Default: SIGINT and SIGTERM of this process.
+   */
+  signal?: AbortSignal;
 }
 
 class EvalUsageError extends Error {}
@@ -145,7 +152,7 @@ export async function evalCommand(argv: string[], io: EvalIO = {}): Promise<numb
   const env = io.env ?? process.env;
   const now = io.now ?? (() => new Date());
   try {
-    return await run(argv, { stdout, stderr, env, now, environments: io.environments });
+    return await run(argv, { stdout, stderr, env, now, environments: io.environments, signal: io.signal });
   } catch (err) {
     if (err instanceof EvalUsageError || (err instanceof Error && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
       stderr.write(`envworker eval: ${err.message}\n\n${EVAL_USAGE}\n`);
@@ -170,7 +177,10 @@ async function pickEnvironment(spec: string | undefined, given: readonly Environ
   }
   const named = spec === undefined ? undefined : all.find((e) => e.name === spec);
   if (named) return named;
-  if (spec !== undefined && given) throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}; known: ${all.map((e) => e.name).join(", ")}`);
+  if (spec !== undefined && given) {
+    const { didYouMean } = await import("../cli/load.ts");
+    throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}${didYouMean(spec, all.map((e) => e.name))}; known: ${all.map((e) => e.name).join(", ")}`);
+  }
   if (all.length === 1) return all[0]!;
   throw new EvalUsageError(`${spec === undefined ? "which environment?" : `${spec} holds several environments;`} give ENV, one of: ${all.map((e) => e.name).join(", ")}`);
 }
@@ -181,6 +191,39 @@ interface Resolved {
   env: Record<string, string | undefined>;
   now: () => Date;
   environments: readonly Environment[] | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Ctrl-C (SIGINT) or SIGTERM stops the run: `signal` aborts, and the run ends with what finished.
+ * The bin shim forwards the signal the terminal also sent this process, so one Ctrl-C arrives
+ * twice: signals in the first second after the first are that echo; one after it exits at once.
+ */
+function interruptOnSignals(stderr: ProgressStream): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  let first = 0;
+  const on = (name: NodeJS.Signals) => {
+    if (!controller.signal.aborted) {
+      first = performance.now();
+      stderr.write(`\nenvworker eval: ${name}: stopping; the rollouts in flight are cut short, those that finished are summarized and saved (again to quit at once)\n`);
+      controller.abort(new RunInterruptedError(name));
+      return;
+    }
+    if (performance.now() - first < 1000) return;
+    stderr.write(`envworker eval: ${name} again: quitting without a summary\n`);
+    process.exit(130);
+  };
+  const onInt = () => on("SIGINT");
+  const onTerm = () => on("SIGTERM");
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
+    },
+  };
 }
 
 /** parseArgs refuses `-n -1` (a value that looks like a flag): join negative numbers to their flag. */
@@ -337,66 +380,87 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     num_examples: n,
     rollouts_per_example: r,
   };
-  live?.start({ ...settings, seed, split: effectiveSplit ?? null, run_id: runId, started_at: started.toISOString() });
+  // pid and host: the viewer tells a run still being written from one whose process died (kill -9).
+  live?.start({ ...settings, seed, split: effectiveSplit ?? null, run_id: runId, started_at: started.toISOString(), pid: process.pid, host: hostname() });
   const t0 = performance.now();
-  let results: RolloutResult[];
+  const signals = io.signal ? undefined : interruptOnSignals(io.stderr);
   try {
-    results = await runRollouts({
-      jobs,
-      concurrency,
-      driver,
-      model: { client, model, sampling },
-      retry,
-      timeoutMs: Math.round(timeoutS * 1000),
-      onResult: (row) => {
-        progress.tick(row.reward, row.error !== null);
-        live?.append(row);
-      },
-    });
-  } finally {
-    await sandbox?.dispose();
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  progress.finish();
-
-  const summary = summarize(results, n, r, { passThreshold, seconds });
-  io.stdout.write(formatSummary(summary, { env: envName, location: driver.location, model, baseUrl }, results));
-
-  if (live) {
-    const dir = live.dir;
-    const avgMetrics: Record<string, number> = {};
-    for (const [name, stat] of Object.entries(summary.metrics)) avgMetrics[name] = stat.avg;
-    const metadata = {
-      ...settings,
-      max_concurrent: concurrency,
-      seed,
-      // In process the environment's default split is known; remotely the server reports it.
-      split: effectiveSplit ?? (typeof results[0]?.env_info.split === "string" ? results[0].env_info.split : null),
-      sampling_args: sampling,
-      run_id: runId,
-      date: started.toISOString().slice(0, 10),
-      time: started.toISOString().slice(11, 19),
-      started_at: started.toISOString(),
-      time_ms: Math.round(seconds * 1000 * 1000) / 1000,
-      avg_reward: summary.reward.avg,
-      std_reward: summary.reward.std,
-      avg_metrics: avgMetrics,
-      pass_at_k: summary.passAtK,
-      pass_threshold: passThreshold,
-      errors: summary.errors.count,
-      usage: summary.usage,
-      ...(summary.judge ? { judge_usage: summary.judge } : {}),
-      envworker_version: envworkerVersion(),
-    };
+    const stopSignal = io.signal ?? signals!.signal;
+    let all: RolloutResult[];
     try {
-      await live.finish(results, metadata);
-    } catch (err) {
-      io.stderr.write(`envworker eval: could not save the results to ${dir}: ${(err as Error).message}\n`);
-      return 1;
+      all = await runRollouts({
+        jobs,
+        concurrency,
+        driver,
+        model: { client, model, sampling },
+        retry,
+        timeoutMs: Math.round(timeoutS * 1000),
+        signal: stopSignal,
+        onResult: (row) => {
+          progress.tick(row.reward, isError(row));
+          live?.append(row);
+        },
+      });
+    } finally {
+      await sandbox?.dispose();
     }
-    io.stdout.write(`Saved results to ${dir}\nSee them in a browser: npx envworker view ${shellWord(dir)}\n`);
+    const seconds = (performance.now() - t0) / 1000;
+    progress.finish();
+    // Interrupted: what finished is the run; the rollouts cut short or never started are not in it.
+    const interrupted = all.some((row) => row.interrupted);
+    const results = all.filter((row) => !row.interrupted);
+
+    const summary = summarize(
+      all.map((row) => (row.interrupted ? undefined : row)),
+      n,
+      r,
+      { passThreshold, seconds },
+    );
+    io.stdout.write(formatSummary(summary, { env: envName, location: driver.location, model, baseUrl, interrupted }, results));
+
+    if (live) {
+      const dir = live.dir;
+      const avgMetrics: Record<string, number> = {};
+      for (const [name, stat] of Object.entries(summary.metrics)) avgMetrics[name] = stat.avg;
+      const metadata = {
+        ...settings,
+        max_concurrent: concurrency,
+        seed,
+        // In process the environment's default split is known; remotely the server reports it.
+        split: effectiveSplit ?? (typeof results[0]?.env_info.split === "string" ? results[0].env_info.split : null),
+        sampling_args: sampling,
+        run_id: runId,
+        date: started.toISOString().slice(0, 10),
+        time: started.toISOString().slice(11, 19),
+        started_at: started.toISOString(),
+        time_ms: Math.round(seconds * 1000 * 1000) / 1000,
+        avg_reward: summary.reward.avg,
+        std_reward: summary.reward.std,
+        avg_metrics: avgMetrics,
+        pass_at_k: summary.passAtK,
+        pass_threshold: passThreshold,
+        ...(interrupted ? { interrupted: true, completed_rollouts: results.length } : {}),
+        errors: summary.errors.count,
+        // By reward function: how many rollouts it failed in (each also counted in `errors`).
+        ...(Object.keys(summary.errors.rewards).length > 0 ? { reward_errors: summary.errors.rewards } : {}),
+        usage: summary.usage,
+        ...(summary.judge ? { judge_usage: summary.judge } : {}),
+        envworker_version: envworkerVersion(),
+      };
+      try {
+        await live.finish(results, metadata);
+      } catch (err) {
+        io.stderr.write(`envworker eval: could not save the results to ${dir}: ${(err as Error).message}\n`);
+        return 1;
+      }
+      io.stdout.write(`${interrupted ? "Saved the finished rollouts (interrupted) to" : "Saved results to"} ${dir}\nSee them in a browser: npx envworker view ${shellWord(dir)}\n`);
+    }
+    // 130: stopped by Ctrl-C, as a shell reports it.
+    if (interrupted) return 130;
+    return summary.errors.count === results.length && results.length > 0 ? 1 : 0;
+  } finally {
+    signals?.dispose();
   }
-  return summary.errors.count === results.length && results.length > 0 ? 1 : 0;
 }
 
 /** A path as one shell word: as is when it is plain, else single-quoted. */

@@ -3,7 +3,11 @@
  * in the shape vf-eval prints, and the saved results (results.jsonl + metadata.json).
  *
  * A rollout that failed (error) counts as reward 0 and metrics 0 in every number here; the saved
- * rows keep reward/metrics null so the failure stays visible.
+ * rows keep reward/metrics null so the failure stays visible. A rollout whose episode finished but
+ * one of whose reward functions failed (it threw; a judge that is down, unconfigured or answered
+ * nonsense) keeps the reward the environment gave, the failed function scored 0, and is an error
+ * too: counted in `Errors:`, in metadata.json's `errors` (and, by function, `reward_errors`), never
+ * a pass for pass@k. A trainer would otherwise get zeros nobody sees.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -13,8 +17,8 @@ import { JUDGE_METRICS } from "../env/rubric.ts";
 export interface Stat {
   avg: number;
   std: number;
-  /** byRollout[k][i] = the value of rollout k of example i. */
-  byRollout: number[][];
+  /** byRollout[k][i] = the value of rollout k of example i; null when it did not run (an interrupted run). */
+  byRollout: (number | null)[][];
 }
 
 export interface Summary {
@@ -25,7 +29,8 @@ export interface Summary {
   /** k → mean over examples of the unbiased pass@k estimate; empty when r = 1. */
   passAtK: Record<string, number>;
   passThreshold: number;
-  errors: { count: number; first: string[] };
+  /** Rollouts that failed or had a reward function fail; `rewards`: by reward function, how many failed. */
+  errors: { count: number; first: string[]; failedRollouts: number; rewards: Record<string, number> };
   usage: Usage;
   /** What judged rewards cost, over every rollout (absent when no judge was asked). */
   judge?: JudgeUsage;
@@ -81,11 +86,42 @@ export function passKs(r: number): number[] {
   return ks;
 }
 
-/** Rows in example-major order (example i, rollout k at i·r + k), as runRollouts returns them. */
-export function summarize(results: readonly RolloutResult[], n: number, r: number, opts: { passThreshold: number; seconds: number }): Summary {
-  const at = (i: number, k: number) => results[i * r + k]!;
+/** The reward functions that failed in a rollout (name → message), from the episode's `info.reward_errors`. */
+export function rewardErrorsOf(row: Pick<RolloutResult, "env_info">): Record<string, string> | undefined {
+  const errs = row.env_info?.reward_errors;
+  if (errs === null || typeof errs !== "object" || Array.isArray(errs) || Object.keys(errs).length === 0) return undefined;
+  return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
+}
+
+/** A rollout that failed, or one of whose reward functions failed: an error in every count. */
+export function isError(row: Pick<RolloutResult, "error" | "env_info">): boolean {
+  return row.error !== null || rewardErrorsOf(row) !== undefined;
+}
+
+/** Why a rollout counts as an error, in one line. */
+export function errorLine(row: Pick<RolloutResult, "error" | "env_info">): string | undefined {
+  if (row.error !== null) return row.error;
+  const errs = rewardErrorsOf(row);
+  if (!errs) return undefined;
+  return Object.entries(errs)
+    .map(([name, message]) => `reward function ${JSON.stringify(name)} failed (scored 0): ${message}`)
+    .join("; ");
+}
+
+/**
+ * Rows in example-major order (example i, rollout k at i·r + k), as runRollouts returns them. An
+ * interrupted run has holes (rollouts that never finished): every number is over the rows there.
+ */
+export function summarize(rows: readonly (RolloutResult | undefined)[], n: number, r: number, opts: { passThreshold: number; seconds: number }): Summary {
+  const results = rows.filter((row): row is RolloutResult => row !== undefined);
+  const at = (i: number, k: number) => rows[i * r + k];
   const grid = (value: (row: RolloutResult) => number): Stat => {
-    const byRollout = Array.from({ length: r }, (_, k) => Array.from({ length: n }, (_, i) => value(at(i, k))));
+    const byRollout = Array.from({ length: r }, (_, k) =>
+      Array.from({ length: n }, (_, i) => {
+        const row = at(i, k);
+        return row === undefined ? null : value(row);
+      }),
+    );
     const flat = results.map(value);
     return { avg: mean(flat), std: std(flat), byRollout };
   };
@@ -99,18 +135,22 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
 
   const passAt: Record<string, number> = {};
   for (const k of passKs(r)) {
-    const perExample = Array.from({ length: n }, (_, i) => {
+    // Over the examples whose r rollouts all finished.
+    const perExample = Array.from({ length: n }, (_, i) => i).flatMap((i) => {
       let c = 0;
       for (let j = 0; j < r; j++) {
         const row = at(i, j);
-        if (row.error === null && row.reward !== null && row.reward >= opts.passThreshold) c++;
+        if (row === undefined) return [];
+        if (!isError(row) && row.reward !== null && row.reward >= opts.passThreshold) c++;
       }
-      return passAtK(r, c, k);
+      return [passAtK(r, c, k)];
     });
     passAt[String(k)] = mean(perExample);
   }
 
-  const failed = results.filter((row) => row.error !== null);
+  const failed = results.filter(isError);
+  const rewardFailures: Record<string, number> = {};
+  for (const row of results) for (const name of Object.keys(rewardErrorsOf(row) ?? {})) rewardFailures[name] = (rewardFailures[name] ?? 0) + 1;
   const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   for (const row of results) {
     usage.prompt_tokens += row.usage.prompt_tokens;
@@ -124,7 +164,12 @@ export function summarize(results: readonly RolloutResult[], n: number, r: numbe
     metrics,
     passAtK: passAt,
     passThreshold: opts.passThreshold,
-    errors: { count: failed.length, first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${row.error}`) },
+    errors: {
+      count: failed.length,
+      first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${errorLine(row)}`),
+      failedRollouts: results.filter((row) => row.error !== null).length,
+      rewards: rewardFailures,
+    },
     usage,
     ...(judgeUsage(results) ? { judge: judgeUsage(results)! } : {}),
     seconds: opts.seconds,
@@ -165,8 +210,8 @@ export function pyFloat(x: number): string {
 }
 
 /** A list of numbers as Python prints a list of rounded floats: [1.0, 0.5, 0.333]. */
-export function pyList(xs: readonly number[]): string {
-  return `[${xs.map((x) => pyFloat(round3(x))).join(", ")}]`;
+export function pyList(xs: readonly (number | null)[]): string {
+  return `[${xs.map((x) => (x === null ? "None" : pyFloat(round3(x)))).join(", ")}]`;
 }
 
 export interface RunInfo {
@@ -175,6 +220,8 @@ export interface RunInfo {
   location: string;
   model: string;
   baseUrl: string;
+  /** The run was stopped (Ctrl-C) before every rollout finished. */
+  interrupted?: boolean;
 }
 
 function statBlock(name: string, s: Stat): string[] {
@@ -189,6 +236,7 @@ function clip(text: string, max = 300): string {
 /** The end-of-run report, in the shape vf-eval prints. */
 export function formatSummary(s: Summary, info: RunInfo, results: readonly RolloutResult[]): string {
   const lines = [
+    ...(info.interrupted ? [`--- Interrupted: ${results.length} of ${s.n * s.r} rollouts finished; the numbers below are over those ---`] : []),
     "--- Evaluation ---",
     `Environment: ${info.env}${info.location === "in-process" ? "" : ` (${info.location})`}`,
     `Model: ${info.model}`,
@@ -215,8 +263,8 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     lines.push(`pass@k (correct = reward >= ${pyFloat(s.passThreshold)}):`);
     for (const k of ks) lines.push(`pass@${k}: ${s.passAtK[k]!.toFixed(3)}`);
   }
-  const total = s.n * s.r;
-  lines.push(`Errors: ${s.errors.count}/${total} rollouts${s.errors.count > 0 ? " (counted as reward 0)" : ""}`);
+  const total = info.interrupted ? results.length : s.n * s.r;
+  lines.push(`Errors: ${s.errors.count}/${total} rollouts${errorsNote(s.errors)}`);
   for (const e of s.errors.first) lines.push(`  ${clip(e, 400)}`);
   lines.push(`Timing: ${s.seconds.toFixed(2)} s total, ${s.rolloutsPerSecond.toFixed(2)} rollouts/s`);
   const u = s.usage;
@@ -233,6 +281,17 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
     );
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** What the errors were: failed rollouts (reward 0), failed reward functions (that function 0). */
+function errorsNote(e: Summary["errors"]): string {
+  if (e.count === 0) return "";
+  const fns = Object.entries(e.rewards);
+  if (fns.length === 0) return " (counted as reward 0)";
+  const parts: string[] = [];
+  if (e.failedRollouts > 0) parts.push(`${e.failedRollouts} failed, counted as reward 0`);
+  parts.push(`${e.count - e.failedRollouts} with a failed reward function, scored 0: ${fns.map(([name, k]) => `${name} ${k}x`).join(", ")}`);
+  return ` (${parts.join("; ")})`;
 }
 
 /** `{output_dir}/evals/{env}--{model, "/" → "--"}/{run id}` */

@@ -62,6 +62,8 @@ export interface RolloutResult {
   error: string | null;
   /** Model calls retried (429, 5xx, network), over the whole rollout. */
   retries: number;
+  /** Stopped by the run's signal (Ctrl-C) before it finished, or never started: not a result. */
+  interrupted?: true;
   timing: RolloutTiming;
   usage: Usage;
 }
@@ -185,6 +187,7 @@ export async function runRollout(opts: RolloutOptions): Promise<RolloutResult> {
     result.metrics = last.observation.metrics ?? {};
   } catch (err) {
     result.error = describeError(signal.aborted ? signal.reason : err);
+    if (opts.signal?.aborted && !timeout.signal.aborted) result.interrupted = true;
   } finally {
     clearTimeout(timer);
   }
@@ -233,6 +236,7 @@ function describeError(err: unknown): string {
   if (err instanceof ModelReplyError) return `model: ${err.message}`;
   if (err instanceof RetriesExhaustedError) return `${err.last instanceof EnvCallError ? "environment" : "model"}: ${err.message}`;
   if (err instanceof OpenAIError) return `model: ${errorMessage(err)}`;
+  if (err instanceof RunInterruptedError) return err.message;
   if (err instanceof DOMException && err.name === "AbortError") return "aborted";
   return errorMessage(err);
 }
@@ -339,7 +343,11 @@ export interface RunOptions extends Omit<RolloutOptions, "reset" | "example_id" 
   onResult?: (r: RolloutResult) => void;
 }
 
-/** Run the jobs with bounded concurrency; results come back in job order. */
+/**
+ * Run the jobs with bounded concurrency; results come back in job order. Once `signal` aborts
+ * (Ctrl-C), no job starts: the rollouts in flight and the jobs left are results marked
+ * `interrupted` (and not passed to `onResult`).
+ */
 export async function runRollouts(opts: RunOptions): Promise<RolloutResult[]> {
   const { jobs, concurrency = 32, onResult, ...common } = opts;
   const results: RolloutResult[] = new Array(jobs.length);
@@ -348,13 +356,47 @@ export async function runRollouts(opts: RunOptions): Promise<RolloutResult[]> {
     while (next < jobs.length) {
       const i = next++;
       const job = jobs[i]!;
+      if (common.signal?.aborted) {
+        results[i] = notStarted(job, common.signal.reason);
+        continue;
+      }
       const r = await runRollout({ ...common, ...job });
       results[i] = r;
-      onResult?.(r);
+      if (!r.interrupted) onResult?.(r);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, jobs.length)) }, worker));
   return results;
+}
+
+function notStarted(job: RolloutJob, reason: unknown): RolloutResult {
+  return {
+    ...job,
+    episode_id: null,
+    prompt: [],
+    completion: [],
+    answer: null,
+    info: null,
+    env_info: {},
+    reward: null,
+    metrics: null,
+    done: false,
+    truncated: false,
+    turns: 0,
+    error: `not started: ${describeError(reason)}`,
+    retries: 0,
+    timing: { generation_ms: 0, scoring_ms: 0, env_ms: 0, total_ms: 0 },
+    usage: emptyUsage(),
+    interrupted: true,
+  };
+}
+
+/** The run was stopped from outside (Ctrl-C, SIGTERM): the reason runRollouts' signal aborts with. */
+export class RunInterruptedError extends Error {
+  constructor(signal: string) {
+    super(`interrupted (${signal})`);
+    this.name = "RunInterruptedError";
+  }
 }
 
 /** Example i of a run, rollout k: every rollout of an example resets with the same parameters. */

@@ -10,6 +10,11 @@
  * The settings are those of `envworker serve` (configFromEnv reads them from the environment).
  * Node needs `--no-node-snapshot` for the default isolated-vm sandbox (or ENVWORKER_SANDBOX=quickjs).
  */
+import { assertDistFresh } from "./dist-stamp.ts";
+
+// Compiled, in a checkout whose sources changed since: refuse, rather than serve older code (dist-stamp.ts).
+assertDistFresh(import.meta.url);
+
 export { startServer, type RunningServer, type NodeAppOptions } from "../node.ts";
 export { configFromEnv, judgeSettingsFromEnv, type JudgeSettings, type ServerConfig } from "../server/config.ts";
 export { createLogger, logLevelFromEnv, setLogger, type Logger, type LogLevel } from "../server/log.ts";

@@ -6,7 +6,7 @@ import type { JsonObject, Message } from "../env/messages.ts";
 import type { ScoreBatch, ScoreItem, ScoreRequest } from "./protocol.ts";
 import { referencedExample } from "./examples.ts";
 import { scoreGroup, type RewardInput, type RubricScore } from "../env/rubric.ts";
-import type { Services } from "../env/services.ts";
+import { withSandbox, type Services } from "../env/services.ts";
 import { logEnvironmentError } from "./episode-host.ts";
 
 function asMessages(value: string | Message[] | undefined, role: "user" | "assistant"): Message[] {
@@ -28,7 +28,7 @@ async function rewardInput(env: Environment, item: ScoreItem, where: string, ser
   const completion = asMessages(item.completion as string | Message[], "assistant");
   // Named by reference: graded against the server's own prompt, answer and info.
   if (item.example !== undefined) {
-    return { ...(await referencedExample(env, item.example, `${where}.example`)), completion, state: {}, ...services };
+    return { ...(await referencedExample(env, item.example, `${where}.example`)), completion, state: {}, ...withSandbox(services) };
   }
   let args: unknown;
   try {
@@ -43,7 +43,7 @@ async function rewardInput(env: Environment, item: ScoreItem, where: string, ser
     info: (item.info ?? {}) as JsonObject,
     state: {},
     args,
-    ...services,
+    ...withSandbox(services),
   };
 }
 

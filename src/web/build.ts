@@ -6,9 +6,9 @@
  *
  *   npm run build:web
  */
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
@@ -19,6 +19,17 @@ export const CLIENTS = [
 
 /** The bundles carry Hono's code (hono/jsx/dom), whose MIT licence asks for its notice. */
 const NOTICE = "// Includes Hono (https://hono.dev): MIT License, Copyright (c) 2021 - present, Yusuke Wada and Hono contributors.\n";
+
+/** src/web/ui's components, shared by the server's pages and the browser's, built for the DOM here. */
+const domPragma: Plugin = {
+  name: "envworker-dom-pragma",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]web[\\/]ui[\\/][^\\/]+\.tsx$/ }, async (args) => ({
+      contents: (await readFile(args.path, "utf8")).replace("/** @jsxImportSource hono/jsx */", "/** @jsxImportSource hono/jsx/dom */"),
+      loader: "tsx",
+    }));
+  },
+};
 
 /** The generated module's text for one client. */
 export async function bundleClient(entry: string, source: string): Promise<string> {
@@ -31,8 +42,10 @@ export async function bundleClient(entry: string, source: string): Promise<strin
     platform: "browser",
     jsx: "automatic",
     jsxImportSource: "hono/jsx/dom",
-    // The shared components (src/web/ui) carry no pragma: here they are built for the DOM.
+    // The shared components (src/web/ui) name hono/jsx in a pragma, for the server (see
+    // ui/layout.tsx); here they are built for the DOM.
     tsconfigRaw: {},
+    plugins: [domPragma],
     legalComments: "none",
     charset: "utf8",
     write: false,

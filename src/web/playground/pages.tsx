@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /**
  * The playground's server-rendered pages: the list of environments, and the page of one
  * environment (its description, then the client app from ./client mounts into #app).

@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /**
  * A conversation as the protocol carries it (OpenAI chat messages), drawn the same way by the
  * playground (in the browser, hono/jsx/dom) and the viewer (on the server, hono/jsx). No hooks

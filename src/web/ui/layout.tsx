@@ -1,5 +1,13 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /**
  * The HTML shell of every page (playground and viewer): server-rendered with hono/jsx.
+ *
+ * Every .tsx file rendered on the server names its JSX runtime in the two pragmas above. tsx
+ * (which loads these sources when envworker runs from a checkout) takes JSX settings from the
+ * tsconfig.json of the directory the command runs in, not from this repository's: in a package
+ * made by `envworker init`, or anywhere else, that fell back to React's classic runtime and every
+ * page answered 500 "React is not defined". src/web/build.ts builds src/web/ui for the DOM.
  */
 import type { Child } from "hono/jsx";
 import { raw } from "hono/html";

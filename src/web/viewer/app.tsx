@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /**
  * `envworker view`'s web app (Node only): the pages of ./pages/ over a RunStore, the shared
  * stylesheet, the viewer's script, and Chart.js read from node_modules (nothing from a CDN).
@@ -15,6 +17,7 @@ import { ComparePage } from "./pages/compare.tsx";
 import { RolloutPage } from "./pages/rollout.tsx";
 import { RunPage, type RunView } from "./pages/run.tsx";
 import { RunsPage, type RunSort } from "./pages/runs.tsx";
+import { logger } from "../../server/log.ts";
 import { RunStore, type Run } from "./runs.ts";
 import { compareRuns, runStats, type RunStats } from "./stats.ts";
 
@@ -75,7 +78,17 @@ export function createViewerApp(root: string, opts: { loopbackOnly?: boolean } =
   const app = new Hono();
   app.use("*", browserGuards({ loopbackOnly: opts.loopbackOnly }));
 
-  app.onError((err, c) => page(c, MessagePage({ title: "Something went wrong", message: err instanceof Error ? err.message : String(err) }), 500));
+  app.onError((err, c) => {
+    // Logged with its stack: a page that fails must be visible where the command runs.
+    logger().error(`envworker view: GET ${c.req.path} failed`, undefined, err);
+    const message = err instanceof Error ? err.message : String(err);
+    try {
+      return page(c, MessagePage({ title: "Something went wrong", message }), 500);
+    } catch {
+      // The page itself cannot be drawn: the message still reaches the browser.
+      return c.text(`Something went wrong: ${message}`, 500);
+    }
+  });
   app.notFound((c) => page(c, MessagePage({ title: "Not found", message: `Nothing at ${c.req.path}.` }), 404));
 
   app.get("/assets/style.css", (c) => c.body(STYLE_CSS, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" }));
@@ -116,7 +129,7 @@ export function createViewerApp(root: string, opts: { loopbackOnly?: boolean } =
       order: order === "best" || order === "worst" ? order : "example",
       page: Math.max(1, Math.floor(optionalNumber(c.req.query("page")) ?? 1)),
     };
-    const live = run.complete ? undefined : { url: `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`, version: run.version };
+    const live = run.complete || run.abandoned ? undefined : { url: `/api/runs/${encodeURIComponent(run.group)}/${encodeURIComponent(run.name)}/version`, version: run.version };
     return page(c, RunPage({ run, stats: runStats(run), view, live }));
   });
 

@@ -6,6 +6,8 @@
  * written) is read on from where the last read stopped; one that was replaced is read again.
  */
 import { open, readdir, readFile, stat } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 
@@ -32,6 +34,11 @@ const MetaSchema = z
     pass_at_k: z.record(z.string(), z.number()).nullish(),
     pass_threshold: z.number().nullish(),
     errors: z.number().nullish(),
+    /** Stopped by Ctrl-C: the results are the rollouts that finished. */
+    interrupted: z.boolean().nullish(),
+    /** While the run is written: the eval process and its machine (see `abandoned`). */
+    pid: z.number().int().nullish(),
+    host: z.string().nullish(),
     usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }).partial().nullish(),
     envworker_version: z.string().nullish(),
   })
@@ -78,12 +85,24 @@ const RowSchema = z
 export type Row = z.infer<typeof RowSchema>;
 export type RowMessage = z.infer<typeof MessageSchema>;
 
+/** The episode's `reward_errors` (what eval saves in env_info), or null when none failed. */
+export function rewardErrorsIn(envInfo: Record<string, unknown> | null | undefined): Record<string, string> | null {
+  const errs = envInfo?.reward_errors;
+  if (errs === null || typeof errs !== "object" || Array.isArray(errs) || Object.keys(errs).length === 0) return null;
+  return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
+}
+
+/** A rollout that failed, or one of whose reward functions failed: an error in the counts and the filter. */
+export const isErrorRow = (row: { error: string | null; rewardErrors: Record<string, string> | null }) => row.error !== null || row.rewardErrors !== null;
+
 export interface RowSummary {
   example_id: number;
   rollout: number;
   reward: number | null;
   metrics: Record<string, number> | null;
   error: string | null;
+  /** Reward functions that failed (name → message; they scored 0): the row counts as an error. */
+  rewardErrors: Record<string, string> | null;
   turns: number;
   done: boolean;
   truncated: boolean;
@@ -107,6 +126,8 @@ export interface Run {
   model: string;
   /** metadata.json has the results (the run finished). */
   complete: boolean;
+  /** Not complete, and the eval process writing it is gone (killed without a chance to finish): not live. */
+  abandoned: boolean;
   /** Rollouts in example order. */
   rows: RowSummary[];
   /** Lines of results.jsonl that are not a readable row. */
@@ -241,6 +262,7 @@ export class RunStore {
           reward: typeof row.reward === "number" ? row.reward : null,
           metrics: row.metrics ?? null,
           error: row.error ?? null,
+          rewardErrors: rewardErrorsIn(row.env_info),
           turns: row.turns,
           done: row.done,
           truncated: row.truncated,
@@ -273,10 +295,27 @@ export class RunStore {
       env: c.meta.env ?? envFromDir,
       model: c.meta.model ?? modelFromDir,
       complete: typeof c.meta.avg_reward === "number",
+      abandoned: typeof c.meta.avg_reward !== "number" && processGone(c.meta.pid, c.meta.host),
       rows,
       badLines: c.bad,
       version: `${rs?.ino ?? 0}:${rs?.size ?? 0}:${ms?.mtimeMs ?? 0}`,
     };
+  }
+}
+
+/** The process `pid` of this machine (`host`) does not exist any more; unknown (another machine, no pid): false. */
+function processGone(pid: number | null | undefined, host: string | null | undefined): boolean {
+  if (typeof pid !== "number" || host !== hostname()) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+  // A zombie (killed, not yet reaped: a container's first process may never reap it) is gone too.
+  try {
+    return /^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
   }
 }
 

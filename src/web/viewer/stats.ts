@@ -4,7 +4,7 @@
  * reward 0 and metric 0, pass@k uses the unbiased estimator over examples with all r rollouts.
  */
 import { mean, passAtK, passKs, std } from "../../eval/report.ts";
-import type { Run, RowSummary } from "./runs.ts";
+import { isErrorRow, type Run, type RowSummary } from "./runs.ts";
 
 export interface ExampleStats {
   example_id: number;
@@ -58,7 +58,7 @@ export function runStats(run: Run): RunStats {
   const pass: Record<string, number> = {};
   if (full.length > 0)
     for (const k of passKs(r)) {
-      pass[String(k)] = mean(full.map((e) => passAtK(r, e.rows.filter((x) => x.error === null && x.reward !== null && x.reward >= threshold).length, k)));
+      pass[String(k)] = mean(full.map((e) => passAtK(r, e.rows.filter((x) => !isErrorRow(x) && x.reward !== null && x.reward >= threshold).length, k)));
     }
 
   const names: string[] = [];
@@ -76,7 +76,7 @@ export function runStats(run: Run): RunStats {
     rollouts: rows.length,
     reward: { avg: mean(rewards), std: std(rewards), values: rewards },
     passAtK: pass,
-    errors: rows.filter((x) => x.error !== null).length,
+    errors: rows.filter(isErrorRow).length,
     metrics,
     tokens,
     examples,
@@ -133,7 +133,7 @@ export function matches(row: RowSummary, f: RowFilter): boolean {
   const reward = row.error === null ? value(row.reward) : 0;
   if (f.min !== undefined && reward < f.min) return false;
   if (f.max !== undefined && reward > f.max) return false;
-  if (f.errorsOnly && row.error === null) return false;
+  if (f.errorsOnly && !isErrorRow(row)) return false;
   if (f.minTurns !== undefined && row.turns < f.minTurns) return false;
   if (f.maxTurns !== undefined && row.turns > f.maxTurns) return false;
   return true;

@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /**
  * What the viewer's pages share: the page shell, charts (<canvas data-chart="{spec}"> that the
  * client script draws with Chart.js), stat cards, number formats and URLs. Regions marked

@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** Two runs of one environment side by side: per-example mean rewards, their differences, a scatter. */
 import type { Run } from "../runs.ts";
 import { histogram, type ComparedExample, type RunStats } from "../stats.ts";

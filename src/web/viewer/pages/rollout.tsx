@@ -1,6 +1,8 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** One rollout: its transcript beside its reward, metrics, timing, tokens and episode details. */
 import { Conversation, type ChatMessage } from "../../ui/chat.tsx";
-import type { Row, Run } from "../runs.ts";
+import { rewardErrorsIn, type Row, type Run } from "../runs.ts";
 import { f3, rolloutHref, runHref, ViewerPage } from "./common.tsx";
 
 function Json(props: { value: unknown }) {
@@ -12,7 +14,8 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
   const messages = [...row.prompt, ...row.completion] as ChatMessage[];
   const timing = row.timing ?? {};
   const usage = row.usage ?? { prompt_tokens: null, completion_tokens: null, total_tokens: null };
-  const low = row.error !== null || (row.reward ?? 0) < 0.5;
+  const rewardErrors = rewardErrorsIn(row.env_info);
+  const low = row.error !== null || rewardErrors !== null || (row.reward ?? 0) < 0.5;
   return (
     <ViewerPage title={`example ${row.example_id} · rollout ${row.rollout} · ${run.env}`}>
       <div class="crumbs">
@@ -27,7 +30,7 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
         </span>
         {row.done ? <span class="pill">done</span> : <span class="pill warn">not done</span>}
         {row.truncated ? <span class="pill warn">truncated</span> : null}
-        {row.error !== null ? <span class="pill bad">error</span> : null}
+        {row.error !== null || rewardErrors !== null ? <span class="pill bad">error</span> : null}
         <span class="spacer"></span>
         <nav class="row small" aria-label="Rollouts">
           {props.prev ? <a href={rolloutHref(run, ...props.prev)}>← previous</a> : null}
@@ -39,6 +42,15 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
           {row.error !== null ? (
             <div class="error-box" role="alert" style="margin-bottom:.75rem">
               {row.error}
+            </div>
+          ) : null}
+          {rewardErrors !== null ? (
+            <div class="error-box" role="alert" style="margin-bottom:.75rem" data-testid="reward-errors">
+              {Object.entries(rewardErrors).map(([name, message]) => (
+                <div>
+                  reward function <code>{name}</code> failed (scored 0): {message}
+                </div>
+              ))}
             </div>
           ) : null}
           <Conversation messages={messages} promptLength={row.prompt.length} />

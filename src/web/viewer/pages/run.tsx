@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** One run: its numbers, reward and metric histograms, settings, and its examples (filtered, ordered, paged). */
 import type { Child } from "hono/jsx";
 import type { Run } from "../runs.ts";
@@ -70,8 +72,16 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live:
           <h1 style="margin:0">
             {run.env} <span class="muted" style="font-weight:500">· {run.model}</span>
           </h1>
-          {run.complete ? (
+          {run.complete && run.meta.interrupted ? (
+            <span class="pill warn" data-testid="interrupted">
+              interrupted · {stats.rollouts} of {stats.expected} rollouts
+            </span>
+          ) : run.complete ? (
             <span class="pill">finished</span>
+          ) : run.abandoned ? (
+            <span class="pill bad" data-testid="abandoned" title="its eval process is gone (killed) before it could finish">
+              stopped · {stats.rollouts} of {stats.expected} rollouts
+            </span>
           ) : (
             <span class="pill good live" data-testid="live">
               running · {stats.rollouts} of {stats.expected} rollouts
@@ -211,16 +221,20 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live:
                   <td class="num">{f3(e.mean)}</td>
                   <td>
                     <div class="chips">
-                      {e.shown.map((row) => (
-                        <a
-                          class={`chip ${rewardClass(row.reward, row.error)}`}
-                          href={rolloutHref(run, row.example_id, row.rollout)}
-                          title={`rollout ${row.rollout}: ${row.error ?? `reward ${row.reward ?? "–"}, ${row.turns} turns`}`}
-                          aria-label={`example ${row.example_id} rollout ${row.rollout}: ${row.error ? "error" : `reward ${f3(row.reward ?? 0)}`}`}
-                        >
-                          {row.error !== null ? "error" : (row.reward ?? 0).toFixed(2)}
-                        </a>
-                      ))}
+                      {e.shown.map((row) => {
+                        // A failed reward function: the reward shown is the environment's, marked as an error.
+                        const failed = row.rewardErrors ? `reward function ${Object.keys(row.rewardErrors).join(", ")} failed` : undefined;
+                        return (
+                          <a
+                            class={`chip ${rewardClass(row.reward, row.error ?? failed ?? null)}`}
+                            href={rolloutHref(run, row.example_id, row.rollout)}
+                            title={`rollout ${row.rollout}: ${row.error ?? `reward ${row.reward ?? "–"}, ${row.turns} turns${failed ? `; ${failed}: ${Object.values(row.rewardErrors!).join("; ")}` : ""}`}`}
+                            aria-label={`example ${row.example_id} rollout ${row.rollout}: ${row.error ? "error" : `reward ${f3(row.reward ?? 0)}${failed ? `, error: ${failed}` : ""}`}`}
+                          >
+                            {row.error !== null ? "error" : `${(row.reward ?? 0).toFixed(2)}${failed ? " !" : ""}`}
+                          </a>
+                        );
+                      })}
                     </div>
                   </td>
                   <td class="num hide-narrow">{[...new Set(e.shown.map((r) => r.turns))].join(", ")}</td>

@@ -1,3 +1,5 @@
+/** @jsxRuntime automatic */
+/** @jsxImportSource hono/jsx */
 /** The viewer's first page: every saved run, sortable, with the two to compare picked here. */
 import type { Run } from "../runs.ts";
 import type { RunStats } from "../stats.ts";
@@ -72,7 +74,15 @@ export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStat
                     <td class="num hide-narrow small nowrap">{passText(stats)}</td>
                     <td class="num">{stats.errors ? <span class="pill bad">{stats.errors}</span> : <span class="muted">0</span>}</td>
                     <td class="hide-narrow">
-                      {run.complete ? null : (
+                      {run.complete && run.meta.interrupted ? (
+                        <span class="pill warn" title="interrupted: the rollouts that finished">
+                          interrupted {stats.rollouts}/{stats.expected}
+                        </span>
+                      ) : run.complete ? null : run.abandoned ? (
+                        <span class="pill bad" title="its eval process is gone (killed) before it could finish">
+                          stopped {stats.rollouts}/{stats.expected}
+                        </span>
+                      ) : (
                         <span class="pill good live">
                           {stats.rollouts}/{stats.expected}
                         </span>

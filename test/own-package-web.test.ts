@@ -1,0 +1,81 @@
+/**
+ * The playground and the results viewer of a package made by `envworker init` outside the
+ * checkout, each started from the package's own directory as its user starts them
+ * (`npx envworker serve`, `npx envworker eval -s`, `npx envworker view`), in a real browser.
+ * Both answered 500 there ("React is not defined"): the JSX settings came from the tsconfig of
+ * the directory the command ran in.
+ */
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeOpenAI, type FakeOpenAI } from "./fixtures/fake-openai.ts";
+import { launchBrowser, openPage, screenshot } from "./helpers/browser.ts";
+import { makeOwnPackage, type LiveCommand, type OwnPackage } from "./helpers/own-package.ts";
+
+let pkg: OwnPackage;
+let browser: Browser;
+let fake: FakeOpenAI;
+const running: LiveCommand[] = [];
+
+beforeAll(async () => {
+  pkg = await makeOwnPackage("my-env");
+  browser = await launchBrowser();
+  fake = await startFakeOpenAI(() => ({ message: { content: "<guess>50</guess>" } }));
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((c) => c.stop()));
+  await browser?.close();
+  await fake?.close();
+  pkg?.remove();
+});
+
+describe("a package made by envworker init, commands run from its directory", { timeout: 120_000 }, () => {
+  it("serve: the playground lists the package's environment and plays an episode", async () => {
+    const serve = pkg.spawn(["serve", "--port", "0"]);
+    running.push(serve);
+    const url = (await serve.waitFor(/serving \d+ environment\(s\) on (http:\/\/\S+)/))[1]!;
+    const { page, problems } = await openPage(browser);
+    const list = await page.goto(`${url}/web`);
+    expect(list?.status()).toBe(200);
+    await page.getByRole("link", { name: "my-env" }).click();
+    await page.waitForURL(/\/web\/my-env$/);
+    await page.getByLabel("seed").fill("7");
+    await page.getByRole("button", { name: "Reset" }).click();
+    const reply = page.getByLabel("Your reply as the assistant");
+    await reply.waitFor();
+    // Seed 7's secret is 42 (the scaffold's README): one guess wins, solved 1 + efficiency 0.5.
+    await reply.fill("<guess>42</guess>");
+    await page.getByRole("button", { name: "Step" }).click();
+    await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
+    expect(await page.locator('.msg[data-role="user"] .content').last().textContent()).toBe("Correct!");
+    await screenshot(page, "own-package-playground");
+    expect(problems).toEqual([]);
+    expect(serve.stderr()).not.toMatch(/error/i);
+  });
+
+  it("eval -s then view: the viewer shows the saved run", async () => {
+    const evaluated = await pkg.run(["eval", "-m", "fake/model", "-b", fake.baseURL, "-n", "2", "-r", "1", "-s"]);
+    expect(evaluated.code, evaluated.stderr).toBe(0);
+    const runDir = /^Saved results to (.+)$/m.exec(evaluated.stdout)![1]!;
+    expect(existsSync(join(resolve(pkg.dir, runDir), "metadata.json"))).toBe(true);
+
+    const view = pkg.spawn(["view", "--port", "0"]);
+    running.push(view);
+    const url = (await view.waitFor(/^(http:\/\/\S+)\/$/m))[1]!;
+    const { page, problems } = await openPage(browser);
+    const runs = await page.goto(url);
+    expect(runs?.status()).toBe(200);
+    const row = page.locator("[data-testid=runs] tbody tr");
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toContain("fake/model");
+    await row.getByRole("link").first().click();
+    await page.waitForURL(/\/runs\//);
+    await page.locator("#charts-region canvas").first().waitFor();
+    expect(await page.locator("[data-testid=examples] .chip").count()).toBe(2);
+    await screenshot(page, "own-package-viewer");
+    expect(problems).toEqual([]);
+    expect(view.stderr()).toBe("");
+  });
+});
