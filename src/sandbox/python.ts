@@ -23,9 +23,9 @@
  */
 import type { ConfineOptions, ProgramProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
-import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
+import { HostPoolSandbox, type HostAffinity, type HostPoolOptions } from "./host-pool.ts";
 import { pythonRuntime, ZYGOTE_DIR } from "./python-runtime.ts";
-import type { RunOptions, RunResult, Sandbox } from "./types.ts";
+import type { RunOptions, RunResult } from "./types.ts";
 import { join } from "node:path";
 
 export interface PythonSandboxOptions {
@@ -76,9 +76,9 @@ function validatePython(_code: string, options: RunOptions): void {
   }
 }
 
-function zygotePool(options: PythonSandboxOptions, label: string, maxConcurrency: number | undefined, affinity: HostAffinity | undefined): HostPoolSandbox {
+function poolOptions(options: PythonSandboxOptions, label: string, maxConcurrency: number | undefined, affinity: HostAffinity | undefined): HostPoolOptions {
   const profile = options.profile ?? PYTHON_PROFILE;
-  return new HostPoolSandbox({
+  return {
     kind: "python",
     label,
     start: () => processHost(profile, options.confine),
@@ -95,65 +95,43 @@ function zygotePool(options: PythonSandboxOptions, label: string, maxConcurrency
     recycleAfterRuns: options.recycleAfterRuns ?? 20_000,
     affinity,
     validate: validatePython,
-  });
+  };
 }
 
-export class PythonSandbox implements Sandbox {
-  readonly kind = "python" as const;
-  /** Candidates' runs. */
-  private readonly pool: HostPoolSandbox;
-  /** Grading runs (`grading: true`): zygotes of their own, started on first use. */
+/** The candidates' zygotes (this pool), and the grading zygotes (`grading: true`) beside it. */
+export class PythonSandbox extends HostPoolSandbox {
+  declare readonly kind: "python";
+  /** Grading runs: zygotes of their own, started on first use. */
   private grader: HostPoolSandbox | undefined;
-  private disposed = false;
 
-  constructor(private readonly options: PythonSandboxOptions = {}) {
-    this.pool = zygotePool(options, "Python process", options.maxConcurrency, options.affinity);
+  constructor(private readonly pythonOptions: PythonSandboxOptions = {}) {
+    super(poolOptions(pythonOptions, "Python process", pythonOptions.maxConcurrency, pythonOptions.affinity));
   }
 
-  get maxConcurrency(): number {
-    return this.pool.maxConcurrency;
-  }
-
-  /** Zygotes killed or retired so far (candidates' pool): for tests and metrics. */
-  get replaced(): number {
-    return this.pool.replaced;
-  }
-
-  /** Zygotes started so far (candidates' pool). */
-  get started(): number {
-    return this.pool.started;
-  }
-
-  get hosts(): number {
-    return this.pool.hosts + (this.grader?.hosts ?? 0);
-  }
-
-  /** The grading pool, for tests and metrics (undefined until a grading run). */
+  /** The grading pool, for tests and metrics (undefined until the first grading run). */
   get grading(): HostPoolSandbox | undefined {
     return this.grader;
   }
 
   /** Starts `count` zygotes (default: all) ahead of the first runs and waits for them. */
-  warm(count = this.pool.maxConcurrency): Promise<void> {
-    return this.pool.warm(count);
+  override warm(count = this.maxConcurrency): Promise<void> {
+    return super.warm(count);
   }
 
-  run(code: string, options: RunOptions = {}): Promise<RunResult> {
-    if (this.disposed) return Promise.reject(new Error("sandbox is disposed"));
+  override run(code: string, options: RunOptions = {}): Promise<RunResult> {
     if (options.grading === true) {
-      this.grader ??= zygotePool(this.options, "Python grading process", this.options.gradingConcurrency ?? 1, "off");
+      this.grader ??= new HostPoolSandbox(poolOptions(this.pythonOptions, "Python grading process", this.pythonOptions.gradingConcurrency ?? 1, "off"));
       return this.grader.run(code, options);
     }
-    return this.pool.run(code, options);
+    return super.run(code, options);
   }
 
-  memoryBytes(): number {
-    return this.pool.memoryBytes() + (this.grader?.memoryBytes() ?? 0);
+  override memoryBytes(): number {
+    return super.memoryBytes() + (this.grader?.memoryBytes() ?? 0);
   }
 
-  async dispose(): Promise<void> {
-    this.disposed = true;
-    await Promise.all([this.pool.dispose(), this.grader?.dispose()]);
+  override async dispose(): Promise<void> {
+    await Promise.all([super.dispose(), this.grader?.dispose()]);
   }
 }
 

@@ -61,6 +61,16 @@ REQUEST_HEAD = struct.Struct("<QQI")
 # for a CPU" (a wait under way is not in schedstat yet: run-delay.ts).
 CONFIRM_S = 0.02
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# What a child may map beyond the zygote's own mappings: its host-side Python (output, the report).
+CHILD_MAPPINGS = 512 * MiB
+
+
+def vsize():
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def rss():
@@ -274,6 +284,9 @@ class Zygote:
     def serve(self, caller):
         harden.harden_zygote()
         self.base_memory = self.memory.data_len(caller)
+        # A child may map what the zygote maps and CHILD_MAPPINGS more (its wasm memory grows inside
+        # its reservation, which the zygote's mappings already include).
+        self.address_space = vsize() + CHILD_MAPPINGS
         import gc
 
         gc.collect()
@@ -289,9 +302,7 @@ class Zygote:
             request, body = queued.pop(0) if queued else self.read_request(block=True)
             if request.get("type") != "run":
                 continue  # a cancel for a run already answered
-            reply = self.run(request, body, queued)
-            self.send(reply)
-            self.spare_done()
+            self.send(self.run(request, body, queued))
 
     def fork(self):
         request_r, request_w = os.pipe()
@@ -300,7 +311,7 @@ class Zygote:
         if pid == 0:
             self.child = True
             try:
-                harden.harden_child([request_r, result_w], self.pid)
+                harden.harden_child([request_r, result_w], self.pid, self.address_space)
                 # fd 0: the request; fd 1: the result. Nothing else is open from here on.
                 memory_limit, max_output, length = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
                 self.pending = read_exact(0, length)
@@ -329,10 +340,6 @@ class Zygote:
             return status
         except ChildProcessError:
             return None
-
-    def spare_done(self):
-        # The child that ran is reaped in run(); nothing else to do before the next spare.
-        pass
 
     def run(self, request, body, queued):
         rid = request.get("id")
