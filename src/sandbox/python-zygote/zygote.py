@@ -159,6 +159,9 @@ class Zygote:
         ft = wasmtime.FuncType([i32] * 4, [i32])
         linker.define_func("wasi_snapshot_preview1", "fd_read", ft, self.fd_read, access_caller=True)
         linker.define_func("wasi_snapshot_preview1", "fd_write", ft, self.fd_write, access_caller=True)
+        linker.define_func("wasi_snapshot_preview1", "poll_oneoff", ft, self.poll_oneoff, access_caller=True)
+        clock_type = wasmtime.FuncType([i32, wasmtime.ValType.i64(), i32], [i32])
+        linker.define_func("wasi_snapshot_preview1", "clock_time_get", clock_type, self.clock_time_get, access_caller=True)
         self.instance = linker.instantiate(self.store, self.module)
         self.memory = self.instance.exports(self.store)["memory"]
         self.child = False
@@ -241,6 +244,59 @@ class Zygote:
                     self.truncated_in = fd
         # In the zygote (warm-up) output goes nowhere.
         ctypes.memmove(base + nwritten, struct.pack("<I", total), 4)
+        return 0
+
+    def clock_time_get(self, caller, clock_id, _precision, out):
+        """WASI's clocks, from the host's (so that poll_oneoff's absolute deadlines mean the same)."""
+        import ctypes
+
+        base, size = self._base(caller)
+        if out < 0 or out + 8 > size:
+            return 21  # EFAULT
+        if clock_id == 0:
+            now = time.time_ns()
+        elif clock_id == 1:
+            now = time.monotonic_ns()
+        elif clock_id in (2, 3):
+            now = time.process_time_ns()
+        else:
+            return 28  # EINVAL
+        ctypes.memmove(base + out, struct.pack("<Q", now), 8)
+        return 0
+
+    def poll_oneoff(self, caller, subscriptions, events, count, nevents):
+        """
+        WASI's poll (time.sleep, select): clocks are slept here, with the host's own sleep; the
+        standard streams are always ready. wasmtime's own poll_oneoff sleeps on a thread of its
+        runtime, which a child cannot start (RLIMIT_NPROC 0, seccomp): it crashed the child.
+        A sleeping guest is on the run clock like any other: the zygote ends it at its limit.
+        """
+        import ctypes
+
+        base, size = self._base(caller)
+        if count <= 0 or count > 4096 or subscriptions < 0 or subscriptions + 48 * count > size or events < 0 or events + 32 * count > size or nevents < 0 or nevents + 4 > size:
+            return 28  # EINVAL
+        raw = ctypes.string_at(base + subscriptions, 48 * count)
+        ready = []
+        sleep = None
+        for i in range(count):
+            userdata, tag = struct.unpack_from("<QB", raw, 48 * i)
+            if tag == 0:  # a clock
+                clock_id, timeout, _precision, flags = struct.unpack_from("<I4xQQH", raw, 48 * i + 16)
+                seconds = timeout / 1e9
+                if flags & 1:  # an absolute time on that clock
+                    now = time.monotonic() if clock_id == 1 else time.process_time() if clock_id in (2, 3) else time.time()
+                    seconds -= now
+                if sleep is None or seconds < sleep[0]:
+                    sleep = (max(0.0, seconds), userdata)
+            else:  # fd_read / fd_write: the run's streams never block
+                ready.append(struct.pack("<QHBxxxxxQH6x", userdata, 0, tag, 0, 0))
+        if not ready and sleep is not None:
+            time.sleep(sleep[0])
+            ready.append(struct.pack("<QHBxxxxxQH6x", sleep[1], 0, 0, 0, 0))
+        data = b"".join(ready)
+        ctypes.memmove(base + events, data, len(data))
+        ctypes.memmove(base + nevents, struct.pack("<I", len(ready)), 4)
         return 0
 
     # ---- a child's end ----------------------------------------------------------------------------
