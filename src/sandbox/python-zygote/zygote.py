@@ -418,29 +418,45 @@ class Zygote:
         copies (~500 page faults, ~1-2 ms here) happen before the run arrives, not during it.
         In the probe child this returns None (it goes back into WebAssembly).
         """
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
+        # Measured twice: after a run, and right after a fork with no run (what measuring itself
+        # writes); the pages of the first that are not in the second are the run's.
+        measured = []
+        for run in (True, False):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                if not run:
+                    try:
+                        write_all(w, json.dumps(written_ranges()).encode())
+                    finally:
+                        os._exit(0)
+                self.child = True
+                self.probing = w
+                self.pending = json.dumps({"type": "run", "id": 0, "code": PROBE_CODE, "options": {"stdin": "3 4\n"}}).encode()
+                self.max_output = self.budget = 64 * 1024
+                return None
+            os.close(w)
+            chunks = []
+            while True:
+                c = os.read(r, 1 << 16)
+                if not c:
+                    break
+                chunks.append(c)
             os.close(r)
-            self.child = True
-            self.probing = w
-            self.pending = json.dumps({"type": "run", "id": 0, "code": PROBE_CODE, "options": {"stdin": "3 4\n"}}).encode()
-            self.max_output = self.budget = 64 * 1024
-            return None
-        os.close(w)
-        chunks = []
-        while True:
-            c = os.read(r, 1 << 16)
-            if not c:
-                break
-            chunks.append(c)
-        os.close(r)
-        os.waitpid(pid, 0)
-        try:
-            ranges = json.loads(b"".join(chunks))
-            return [(int(a), int(n)) for a, n in ranges][:4096]
-        except (ValueError, TypeError):
-            return []
+            os.waitpid(pid, 0)
+            try:
+                measured.append({int(a) + i for a, n in json.loads(b"".join(chunks)) for i in range(0, int(n), PAGE)})
+            except (ValueError, TypeError):
+                return []
+        pages = sorted(measured[0] - measured[1])
+        ranges = []
+        for page in pages:
+            if ranges and ranges[-1][0] + ranges[-1][1] == page:
+                ranges[-1][1] += PAGE
+            else:
+                ranges.append([page, PAGE])
+        return [tuple(x) for x in ranges][:4096]
 
     def fork(self):
         request_r, request_w = os.pipe()
