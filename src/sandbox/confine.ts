@@ -60,7 +60,7 @@ export interface NodeProfile {
   addressSpaceMb: number;
   /**
    * Native stack of the main thread, MiB (RLIMIT_STACK, and V8's limit just under it), where the
-   * engine runs deep native recursion there (Pyodide). Without prlimit the OS default (8 MiB) stays
+   * engine runs deep native recursion there (the Python zygote's wasm frames). Without prlimit the OS default (8 MiB) stays
    * and V8's limit follows it.
    */
   stackMb?: number;
