@@ -162,6 +162,19 @@ describe.each(HAS_BWRAP ? [true, false] : [false])("the Python zygote with an es
     expect(python.replaced).toBe(0);
     expect(zygotes()).toEqual([zygotePid]);
   }, 60_000);
+
+  it("memory taken outside the interpreter's limit is the server's to see: counted by PSS, its zygote replaced", async () => {
+    // The store limit bounds the guest's wasm memory; host-side memory of an escaped child is not
+    // under it. The server measures the tree (process-memory.ts processTreePss: a child's private
+    // pages count in full) and kills the host past 2 x memoryMb + 96 MiB.
+    const before = python.replaced;
+    const r = await python.run("#escape\nimport time\nheld = b'\\x01' * (400 << 20)\ntime.sleep(8)\nresult = len(held)", { client: "a", memoryMb: 16, timeoutMs: 15_000 });
+    expect(r).toMatchObject({ ok: false, error: { name: "MemoryLimitError" } });
+    expect(r.error?.message).toMatch(/grew by \d+ MiB and was replaced/);
+    expect(python.replaced).toBeGreaterThan(before);
+    expect(await python.run("1 + 1", { client: "a" })).toMatchObject({ ok: true, result: 2 });
+    expect(python.memoryBytes()).toBeLessThan(200 * 1024 * 1024);
+  }, 60_000);
 });
 
 /** Zygote processes of the escape fixture below this test process. */
