@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { leafProcess, processTree, processTreePss, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
+import { forkingTreeMemory, leafProcess, processTree, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -195,7 +195,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       resident ??= residentProbe(`/proc/${leafProcess(child.pid)}/statm`);
       return resident();
     },
-    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? (forks ? processTreePss : processTreeRss)(child.pid) : undefined),
+    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? (forks ? forkingTreeMemory : processTreeRss)(child.pid) : undefined),
     started,
     waitedMs,
   };

@@ -118,33 +118,54 @@ export function residentProbe(path: string): ResidentProbe {
   return Object.assign(probe, { close: () => statm?.close() });
 }
 
-/** Proportional set size of one process (its private pages, and its share of pages it shares), bytes. */
-function pssOf(pid: number): number | undefined {
-  let rollup: string;
+/** Fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], minflt [7], majflt [9], rss [21]). */
+function statFields(pid: number): string[] | undefined {
   try {
-    rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "latin1");
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
-  const kb = /^Pss:\s+(\d+) kB/m.exec(rollup);
-  return kb ? Number(kb[1]) * 1024 : 0;
+}
+
+function cmdline(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+  } catch {
+    return undefined;
+  }
 }
 
 /**
- * Memory held by `pid` and every process below it, each page counted once: the sum of their
- * proportional set sizes (/proc/<pid>/smaps_rollup). For a host that forks a process per run
- * (the Python zygote, confine.ts `forksPerRun`): a child shares nearly all its pages with its
- * zygote, and RSS would count them once per process (a tree measured at three times its size,
- * more or less depending on whether a child is alive at the moment). What a child allocates or
- * copies is its own and counts in full. Pages shared with processes outside the tree (libc) count
- * for their share only. Slower than RSS (the kernel walks the page tables: ~0.1-0.3 ms for a
- * zygote), so only those hosts use it. Undefined when `pid` is gone or there is no /proc.
+ * Memory held by a host that forks a process per run (the Python zygote, confine.ts
+ * `forksPerRun`), each page counted once. A forked child shares nearly every page with its zygote,
+ * and RSS counts those once per process (a zygote with its child and a spare measured ~3x its
+ * size, and varied with the moment). What a child holds beyond its zygote's pages it got through
+ * a page fault (a copy on write, a new page, a page populated ahead: each counts in its fault
+ * counters, /proc/<pid>/stat minflt + majflt, from its fork on; the zygote turns transparent huge
+ * pages off for itself and its children, so a fault is a page), so a process that is a fork of its
+ * parent (the same command line) counts its faults × the page size, an upper bound of what it
+ * added; every other process its RSS. One that rewrote its command line is counted by RSS: more,
+ * never less. Cheap: two small /proc reads a process (the proportional set size, from
+ * smaps_rollup, walks the page tables: ~3.8 ms for a zygote's tree, every 20 ms while it runs).
+ * Undefined when `pid` is gone or there is no /proc.
  */
-export function processTreePss(pid: number): number | undefined {
+export function forkingTreeMemory(pid: number): number | undefined {
   if (!CAN_MEASURE_PROCESSES) return undefined;
-  const own = pssOf(pid);
-  if (own === undefined) return undefined;
-  let total = own;
-  for (const child of processTree(pid).slice(1)) total += pssOf(child) ?? 0;
+  const root = statFields(pid);
+  if (!root) return undefined;
+  let total = Number(root[21]) * PAGE_BYTES;
+  const lines = new Map<number, string | undefined>();
+  const lineOf = (p: number) => {
+    if (!lines.has(p)) lines.set(p, cmdline(p));
+    return lines.get(p);
+  };
+  for (const child of processTree(pid).slice(1)) {
+    const f = statFields(child);
+    if (!f) continue;
+    const own = lineOf(child);
+    const forked = own !== undefined && own !== "" && own === lineOf(Number(f[1]));
+    total += forked ? (Number(f[7]) + Number(f[9])) * PAGE_BYTES : Number(f[21]) * PAGE_BYTES;
+  }
   return total;
 }

@@ -29,7 +29,7 @@
 # /proc/<pid>/schedstat; src/sandbox/run-delay.ts says why) passes timeoutMs, or whose wall time
 # passes the stretch cap (10 x timeoutMs + 30 s), and answers TimeoutError. Memory: the store limit
 # refuses growth past the run's limit (MemoryError in the guest, MemoryLimitError in the result);
-# the server also measures the whole tree (process-memory.ts, by PSS).
+# the server also measures the whole tree (process-memory.ts forkingTreeMemory).
 #
 #   python -I -B zygote.py CWASM [--no-prefault]
 
@@ -49,7 +49,8 @@ MiB = 1 << 20
 REPORT_MAGIC = b"\x00envworker-report\x00"
 SERVER_IN = 0
 SERVER_OUT = 1
-EBADF = 8  # WASI's errno values
+# WASI's errno values.
+EBADF, EFAULT, EINVAL, ENOSYS, ESPIPE = 8, 21, 28, 52, 70
 DEFAULTS = {"timeoutMs": 1000, "memoryMb": 64, "maxOutputBytes": 64 * 1024}
 # child -> zygote: magic, kind, then the lengths of report/message, stdout, stderr, and where output was cut.
 RESULT_HEAD = struct.Struct("<4sBIIIB")
@@ -185,21 +186,21 @@ class Zygote:
         self.engine = wasmtime.Engine(engine.config())
         self.module = wasmtime.Module.deserialize_file(self.engine, cwasm)
         self.store = wasmtime.Store(self.engine)
-        wasi = wasmtime.WasiConfig()
-        with open(os.path.join(HERE, "guest.py"), "r", encoding="utf-8") as f:
+        with open(os.path.join(HERE, "guest.py"), "rb") as f:
             self.report_magic = REPORT_MAGIC + os.urandom(16).hex().encode("ascii")
-            wasi.argv = ["python", "-c", f.read(), self.report_magic[len(REPORT_MAGIC) :].decode("ascii")]
-        self.store.set_wasi(wasi)
+            self.argv = [b"python", b"-c", f.read(), self.report_magic[len(REPORT_MAGIC) :]]
+        # WASI is this file's, not wasmtime's: the few calls CPython makes, each a few lines here;
+        # every other import of the module answers ENOSYS. wasmtime's WASI (all of it, and the
+        # runtime threads it starts, which a forked child would not have) is never linked.
         linker = wasmtime.Linker(self.engine)
-        linker.allow_shadowing = True
-        linker.define_wasi()
-        i32 = wasmtime.ValType.i32()
-        ft = wasmtime.FuncType([i32] * 4, [i32])
-        linker.define_func("wasi_snapshot_preview1", "fd_read", ft, self.fd_read, access_caller=True)
-        linker.define_func("wasi_snapshot_preview1", "fd_write", ft, self.fd_write, access_caller=True)
-        linker.define_func("wasi_snapshot_preview1", "poll_oneoff", ft, self.poll_oneoff, access_caller=True)
-        clock_type = wasmtime.FuncType([i32, wasmtime.ValType.i64(), i32], [i32])
-        linker.define_func("wasi_snapshot_preview1", "clock_time_get", clock_type, self.clock_time_get, access_caller=True)
+        for imported in self.module.imports:
+            if imported.module != "wasi_snapshot_preview1":
+                raise RuntimeError("the module imports %s.%s" % (imported.module, imported.name))
+            own = getattr(self, "wasi_" + imported.name, None)
+            if own is not None:
+                linker.define_func(imported.module, imported.name, imported.type, own, access_caller=True)
+            else:
+                linker.define_func(imported.module, imported.name, imported.type, lambda *args: ENOSYS)
         self.instance = linker.instantiate(self.store, self.module)
         self.memory = self.instance.exports(self.store)["memory"]
         self.child = False
@@ -237,7 +238,7 @@ class Zygote:
             vecs.append((ptr, length))
         return base, size, vecs
 
-    def fd_read(self, caller, fd, iovs, count, nread):
+    def wasi_fd_read(self, caller, fd, iovs, count, nread):
         import ctypes
 
         if not self.child:
@@ -247,7 +248,7 @@ class Zygote:
             return EBADF
         base, size, vecs = self._iovecs(caller, iovs, count)
         if vecs is None or nread < 0 or nread + 4 > size:
-            return 21  # EFAULT
+            return EFAULT
         total = 0
         for ptr, length in vecs:
             k = min(length, len(self.pending))
@@ -260,12 +261,12 @@ class Zygote:
         ctypes.memmove(base + nread, struct.pack("<I", total), 4)
         return 0
 
-    def fd_write(self, caller, fd, iovs, count, nwritten):
+    def wasi_fd_write(self, caller, fd, iovs, count, nwritten):
         import ctypes
 
         base, size, vecs = self._iovecs(caller, iovs, count)
         if vecs is None or nwritten < 0 or nwritten + 4 > size:
-            return 21  # EFAULT
+            return EFAULT
         total = sum(length for _, length in vecs)
         if self.child:
             if fd == 1 and vecs and vecs[0][1] >= len(self.report_magic):
@@ -287,13 +288,13 @@ class Zygote:
         ctypes.memmove(base + nwritten, struct.pack("<I", total), 4)
         return 0
 
-    def clock_time_get(self, caller, clock_id, _precision, out):
+    def wasi_clock_time_get(self, caller, clock_id, _precision, out):
         """WASI's clocks, from the host's (so that poll_oneoff's absolute deadlines mean the same)."""
         import ctypes
 
         base, size = self._base(caller)
         if out < 0 or out + 8 > size:
-            return 21  # EFAULT
+            return EFAULT
         if clock_id == 0:
             now = time.time_ns()
         elif clock_id == 1:
@@ -301,11 +302,11 @@ class Zygote:
         elif clock_id in (2, 3):
             now = time.process_time_ns()
         else:
-            return 28  # EINVAL
+            return EINVAL
         ctypes.memmove(base + out, struct.pack("<Q", now), 8)
         return 0
 
-    def poll_oneoff(self, caller, subscriptions, events, count, nevents):
+    def wasi_poll_oneoff(self, caller, subscriptions, events, count, nevents):
         """
         WASI's poll (time.sleep, select): clocks are slept here, with the host's own sleep; the
         standard streams are always ready. wasmtime's own poll_oneoff sleeps on a thread of its
@@ -316,7 +317,7 @@ class Zygote:
 
         base, size = self._base(caller)
         if count <= 0 or count > 4096 or subscriptions < 0 or subscriptions + 48 * count > size or events < 0 or events + 32 * count > size or nevents < 0 or nevents + 4 > size:
-            return 28  # EINVAL
+            return EINVAL
         raw = ctypes.string_at(base + subscriptions, 48 * count)
         ready = []
         sleep = None
@@ -339,6 +340,75 @@ class Zygote:
         ctypes.memmove(base + events, data, len(data))
         ctypes.memmove(base + nevents, struct.pack("<I", len(ready)), 4)
         return 0
+
+    def _put(self, caller, address, data):
+        import ctypes
+
+        base, size = self._base(caller)
+        if address < 0 or address + len(data) > size:
+            return False
+        ctypes.memmove(base + address, data, len(data))
+        return True
+
+    def wasi_args_sizes_get(self, caller, argc, size):
+        ok = self._put(caller, argc, struct.pack("<I", len(self.argv))) and self._put(caller, size, struct.pack("<I", sum(len(a) + 1 for a in self.argv)))
+        return 0 if ok else EFAULT
+
+    def wasi_args_get(self, caller, argv, buf):
+        at = buf
+        for i, arg in enumerate(self.argv):
+            if not (self._put(caller, argv + 4 * i, struct.pack("<I", at)) and self._put(caller, at, arg + b"\0")):
+                return EFAULT
+            at += len(arg) + 1
+        return 0
+
+    def wasi_environ_sizes_get(self, caller, count, size):
+        # An empty environment.
+        return 0 if self._put(caller, count, b"\0" * 4) and self._put(caller, size, b"\0" * 4) else EFAULT
+
+    def wasi_environ_get(self, caller, environ, buf):
+        return 0
+
+    def wasi_clock_res_get(self, caller, clock_id, out):
+        return 0 if self._put(caller, out, struct.pack("<Q", 1000)) else EFAULT
+
+    def wasi_random_get(self, caller, buf, length):
+        if length < 0 or length > 1 << 20:
+            return EINVAL
+        return 0 if self._put(caller, buf, os.urandom(length)) else EFAULT
+
+    def wasi_sched_yield(self, caller):
+        return 0
+
+    def wasi_fd_fdstat_get(self, caller, fd, out):
+        # fds 0-2: character devices with every right, so not terminals (wasi-libc's isatty wants
+        # a device without seek rights); there is no other descriptor (no preopened directory).
+        if fd not in (0, 1, 2):
+            return EBADF
+        return 0 if self._put(caller, out, struct.pack("<BxHxxxxQQ", 2, 0, (1 << 29) - 1, (1 << 29) - 1)) else EFAULT
+
+    def wasi_fd_filestat_get(self, caller, fd, out):
+        if fd not in (0, 1, 2):
+            return EBADF
+        return 0 if self._put(caller, out, struct.pack("<QQBxxxxxxxQQQQQ", 0, 0, 2, 1, 0, 0, 0, 0)) else EFAULT
+
+    def wasi_fd_prestat_get(self, caller, fd, out):
+        return EBADF
+
+    def wasi_fd_close(self, caller, fd):
+        return 0 if fd in (0, 1, 2) else EBADF
+
+    def wasi_fd_seek(self, caller, fd, offset, whence, out):
+        return ESPIPE if fd in (0, 1, 2) else EBADF
+
+    def wasi_fd_tell(self, caller, fd, out):
+        return ESPIPE if fd in (0, 1, 2) else EBADF
+
+    def wasi_proc_exit(self, caller, code):
+        if self.child:
+            self.finish(KIND_EXIT, str(code).encode())
+        sys.stderr.write("the Python interpreter exited while starting (code %d)\n" % code)
+        os._exit(1)
 
     # ---- a child's end ----------------------------------------------------------------------------
 
@@ -408,7 +478,10 @@ class Zygote:
             request, body = queued.pop(0) if queued else self.read_request(block=True)
             if request.get("type") != "run":
                 continue  # a cancel for a run already answered
-            self.send(self.run(request, body, queued))
+            reply = self.run(request, body, queued)
+            if self.child:
+                return  # a child forked in place of a dead spare: back into WebAssembly
+            self.send(reply)
 
     def probe(self):
         """
@@ -507,7 +580,15 @@ class Zygote:
         try:
             write_all(child.request_w, head + body)
         except OSError:
-            pass  # the spare died: its run is answered from its exit below
+            # The spare died while it waited (nothing of a guest's ran in it): a fresh one takes the run.
+            self.reap(child)
+            child = self.fork()
+            if child is None:
+                return None  # in the new child (the caller returns it into WebAssembly)
+            try:
+                write_all(child.request_w, head + body)
+            except OSError:
+                pass  # answered from its exit below
         os.close(child.request_w)
         child.request_w = -1
         clock = Schedstat(child.pid)
