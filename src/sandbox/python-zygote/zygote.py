@@ -66,6 +66,17 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 CHILD_MAPPINGS = 512 * MiB
 
 
+def dying(pid):
+    """Whether a child is gone or on its way out (PF_EXITING: a killed process frees its memory before its descriptors)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        return fields[0] in (b"Z", b"X", b"x") or int(fields[6]) & 0x4 != 0
+    except (OSError, ValueError, IndexError):
+        return True
+
+
 def vsize():
     try:
         with open("/proc/self/statm", "rb") as f:
@@ -578,9 +589,12 @@ class Zygote:
         started = time.monotonic()
         head = REQUEST_HEAD.pack(self.base_memory + limits["memoryMb"] * MiB, limits["maxOutputBytes"], len(body))
         try:
+            if dying(child.pid):
+                raise BrokenPipeError  # its pipe stays open until its exit is done
             write_all(child.request_w, head + body)
         except OSError:
-            # The spare died while it waited (nothing of a guest's ran in it): a fresh one takes the run.
+            # The spare died while it waited (killed from outside: nothing of a guest's ran in
+            # it): a fresh one takes the run.
             self.reap(child)
             child = self.fork()
             if child is None:
