@@ -170,6 +170,7 @@ describe.each(HAS_BWRAP ? [true, false] : [false])("the Python zygote with an es
     await expect.poll(() => children().length, { timeout: 5000, interval: 20 }).toBe(1);
     const spares = children();
     process.kill(spares[0]!, "SIGKILL");
+    // Dead, or still on its way out: either way it must not be handed the run.
     const fresh = await python.run("'fresh'", { client: "a" });
     expect(fresh, JSON.stringify(fresh)).toMatchObject({ ok: true, result: "fresh" });
     expect(zygotes()).toEqual([zygotePid]);

@@ -67,12 +67,21 @@ CHILD_MAPPINGS = 512 * MiB
 
 
 def dying(pid):
-    """Whether a child is gone or on its way out (PF_EXITING: a killed process frees its memory before its descriptors)."""
+    """
+    Whether a child is gone or on its way out: a SIGKILL pending, or exiting (PF_EXITING; a killed
+    process frees its memory before it closes its descriptors, so its pipe still takes a request).
+    """
     try:
+        with open("/proc/%d/status" % pid, "rb") as f:
+            status = f.read()
+        for line in status.split(b"\n"):
+            if line.startswith((b"SigPnd:", b"ShdPnd:")) and int(line.split()[1], 16) & (1 << (signal.SIGKILL - 1)):
+                return True
+            if line.startswith(b"State:") and line.split()[1] in (b"Z", b"X"):
+                return True
         with open("/proc/%d/stat" % pid, "rb") as f:
             stat = f.read()
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        return fields[0] in (b"Z", b"X", b"x") or int(fields[6]) & 0x4 != 0
+        return int(stat[stat.rindex(b")") + 2 :].split()[6]) & 0x4 != 0
     except (OSError, ValueError, IndexError):
         return True
 
