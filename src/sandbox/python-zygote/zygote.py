@@ -560,7 +560,9 @@ class Zygote:
             try:
                 harden.harden_child([request_r, result_w], self.pid, self.address_space)
                 if self.prefault:
-                    harden.populate(self.hot)
+                    request_ready = select.poll()
+                    request_ready.register(0, select.POLLIN)
+                    harden.populate(self.hot, lambda: bool(request_ready.poll(0)))
                 # fd 0: the request; fd 1: the result. Nothing else is open from here on.
                 memory_limit, max_output, length = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
                 self.pending = read_exact(0, length)
