@@ -49,6 +49,7 @@ MiB = 1 << 20
 REPORT_MAGIC = b"\x00envworker-report\x00"
 SERVER_IN = 0
 SERVER_OUT = 1
+MASK = 0xFFFFFFFF
 # WASI's errno values.
 EBADF, EFAULT, EINVAL, ENOSYS, ESPIPE = 8, 21, 28, 52, 70
 DEFAULTS = {"timeoutMs": 1000, "memoryMb": 64, "maxOutputBytes": 64 * 1024}
@@ -236,7 +237,9 @@ class Zygote:
         self.out = [bytearray(), bytearray()]
         self.truncated_in = 0
 
-    # ---- the guest's way out: two host functions ------------------------------------------------
+    # ---- the guest's way out: the host functions of WASI ------------------------------------------
+    # Arguments arrive as signed i32: addresses and counts are taken as u32 (& 0xFFFFFFFF), so an
+    # address past 2 GiB (a run with a large memoryMb) is an address, and none is negative.
 
     def _base(self, caller):
         import ctypes
@@ -246,6 +249,8 @@ class Zygote:
     def _iovecs(self, caller, iovs, count):
         import ctypes
 
+        iovs &= MASK
+        count &= MASK
         base, size = self._base(caller)
         if count < 0 or count > 1024 or iovs < 0 or iovs + 8 * count > size:
             return base, size, None
@@ -261,13 +266,14 @@ class Zygote:
     def wasi_fd_read(self, caller, fd, iovs, count, nread):
         import ctypes
 
+        nread &= MASK
         if not self.child:
             # The zygote: this call is its loop; it returns only in a forked child, with its request.
             self.serve(caller)
         if fd != 0:
             return EBADF
         base, size, vecs = self._iovecs(caller, iovs, count)
-        if vecs is None or nread < 0 or nread + 4 > size:
+        if vecs is None or nread + 4 > size:
             return EFAULT
         total = 0
         for ptr, length in vecs:
@@ -284,8 +290,9 @@ class Zygote:
     def wasi_fd_write(self, caller, fd, iovs, count, nwritten):
         import ctypes
 
+        nwritten &= MASK
         base, size, vecs = self._iovecs(caller, iovs, count)
-        if vecs is None or nwritten < 0 or nwritten + 4 > size:
+        if vecs is None or nwritten + 4 > size:
             return EFAULT
         total = sum(length for _, length in vecs)
         if self.child:
@@ -312,8 +319,9 @@ class Zygote:
         """WASI's clocks, from the host's (so that poll_oneoff's absolute deadlines mean the same)."""
         import ctypes
 
+        out &= MASK
         base, size = self._base(caller)
-        if out < 0 or out + 8 > size:
+        if out + 8 > size:
             return EFAULT
         if clock_id == 0:
             now = time.time_ns()
@@ -329,14 +337,15 @@ class Zygote:
     def wasi_poll_oneoff(self, caller, subscriptions, events, count, nevents):
         """
         WASI's poll (time.sleep, select): clocks are slept here, with the host's own sleep; the
-        standard streams are always ready. wasmtime's own poll_oneoff sleeps on a thread of its
-        runtime, which a child cannot start (RLIMIT_NPROC 0, seccomp): it crashed the child.
-        A sleeping guest is on the run clock like any other: the zygote ends it at its limit.
+        standard streams are always ready. (wasmtime's own slept on a thread of its runtime, which
+        a child cannot start: RLIMIT_NPROC 0, seccomp; it crashed the child.) A sleeping guest is
+        on the run clock like any other: the zygote ends it at its limit.
         """
         import ctypes
 
+        subscriptions, events, count, nevents = subscriptions & MASK, events & MASK, count & MASK, nevents & MASK
         base, size = self._base(caller)
-        if count <= 0 or count > 4096 or subscriptions < 0 or subscriptions + 48 * count > size or events < 0 or events + 32 * count > size or nevents < 0 or nevents + 4 > size:
+        if count == 0 or count > 4096 or subscriptions + 48 * count > size or events + 32 * count > size or nevents + 4 > size:
             return EINVAL
         raw = ctypes.string_at(base + subscriptions, 48 * count)
         ready = []
@@ -364,8 +373,9 @@ class Zygote:
     def _put(self, caller, address, data):
         import ctypes
 
+        address &= MASK
         base, size = self._base(caller)
-        if address < 0 or address + len(data) > size:
+        if address + len(data) > size:
             return False
         ctypes.memmove(base + address, data, len(data))
         return True
@@ -393,7 +403,8 @@ class Zygote:
         return 0 if self._put(caller, out, struct.pack("<Q", 1000)) else EFAULT
 
     def wasi_random_get(self, caller, buf, length):
-        if length < 0 or length > 1 << 20:
+        length &= MASK
+        if length > 1 << 20:
             return EINVAL
         return 0 if self._put(caller, buf, os.urandom(length)) else EFAULT
 
