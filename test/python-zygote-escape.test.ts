@@ -178,7 +178,7 @@ describe.each(HAS_BWRAP ? [true, false] : [false])("the Python zygote with an es
 
   it("memory taken outside the interpreter's limit is the server's to see: counted by its page faults, its zygote replaced", async () => {
     // The store limit bounds the guest's wasm memory; host-side memory of an escaped child is not
-    // under it. The server measures the tree (process-memory.ts forkingTreeMemory: a child's private
+    // under it. The server measures the tree (process-memory.ts ForkingHost: a child's private
     // pages count in full) and kills the host past 2 x memoryMb + 96 MiB.
     const before = python.replaced;
     const r = await python.run("#escape\nimport time\nheld = b'\\x01' * (400 << 20)\ntime.sleep(8)\nresult = len(held)", { client: "a", memoryMb: 16, timeoutMs: 15_000 });

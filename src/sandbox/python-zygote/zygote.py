@@ -29,7 +29,7 @@
 # /proc/<pid>/schedstat; src/sandbox/run-delay.ts says why) passes timeoutMs, or whose wall time
 # passes the stretch cap (10 x timeoutMs + 30 s), and answers TimeoutError. Memory: the store limit
 # refuses growth past the run's limit (MemoryError in the guest, MemoryLimitError in the result);
-# the server also measures the whole tree (process-memory.ts forkingTreeMemory).
+# the server also measures the whole tree (process-memory.ts ForkingHost).
 #
 #   python -I -B zygote.py CWASM [--no-prefault]
 
