@@ -168,6 +168,17 @@ describe("python sandbox: no route to the host", () => {
     expect(r).toMatchObject({ ok: true, stdout: "printed\n", result: [2, "[1]", true, false, 1000, false, false, true, "still readable"] });
   });
 
+  it("a cancelled run is answered at once; the zygote kills its child and stays", async () => {
+    const before = sandbox.replaced;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("the caller gave up")), 300);
+    const r = await sandbox.run("while True: pass", { timeoutMs: 20_000, signal: controller.signal });
+    expect(r).toMatchObject({ ok: false, error: { name: "CancelledError" } });
+    expect(r.elapsedMs).toBeLessThan(10_000);
+    await expectHealthy();
+    expect(sandbox.replaced).toBe(before);
+  });
+
   it("grading runs go to zygotes of their own, never to one that forked a candidate", async () => {
     const startedBefore = sandbox.started;
     const graded = await sandbox.run("import sys\n[1 + 1, sys.version_info[:2]]", { grading: true });
