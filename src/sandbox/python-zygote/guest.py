@@ -188,23 +188,36 @@ def _make_runner():
 
     class Out(io.RawIOBase):
         # fd 1 or 2 as a raw stream: os.write goes straight to the host's fd_write (no fstat).
-        def __init__(self, fd):
+        # Output is capped here first (maxOutputBytes for both streams together, `budget`): past
+        # it nothing more crosses into the host, which caps it again (a guest can write to the
+        # fds directly) and marks the cut. One byte past the cap is passed on, so the host sees
+        # which stream was cut.
+        def __init__(self, fd, budget):
             self._fd = fd
+            self._budget = budget
 
         def writable(self):
             return True
 
         def write(self, b):
-            return _write(self._fd, b)
+            n = _len(b)
+            left = self._budget[0]
+            if left >= 0:
+                k = n if n <= left else left + 1
+                if k:
+                    _write(self._fd, b if k == n else memoryview(b)[:k])
+                self._budget[0] = left - n
+            return n
 
     class Stdin(io.BytesIO):
         # The run's stdin; its fileno() is 0, as a real stdin's would be.
         def fileno(self):
             return 0
 
-    def streams(stdin):
-        out = io.TextIOWrapper(io.BufferedWriter(Out(1), 8192), encoding="utf-8", errors="strict", newline="\n")
-        err = io.TextIOWrapper(io.BufferedWriter(Out(2), 8192), encoding="utf-8", errors="backslashreplace", newline="\n", line_buffering=True)
+    def streams(stdin, max_output):
+        budget = [max_output]
+        out = io.TextIOWrapper(io.BufferedWriter(Out(1, budget), 8192), encoding="utf-8", errors="strict", newline="\n")
+        err = io.TextIOWrapper(io.BufferedWriter(Out(2, budget), 8192), encoding="utf-8", errors="backslashreplace", newline="\n", line_buffering=True)
         inp = io.TextIOWrapper(io.BufferedReader(Stdin(stdin.encode("utf-8", "surrogatepass"))), encoding="utf-8", errors="strict")
         return inp, out, err
 
@@ -217,7 +230,7 @@ def _make_runner():
 
     def run(code, max_result_chars, globals_, stdin):
         # One program in a fresh __main__; returns the report's JSON text.
-        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams(stdin)
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams(stdin, max_result_chars)
         main = ModuleType("__main__")
         main.__dict__["__builtins__"] = builtins
         main.__dict__.update(globals_)
