@@ -4,8 +4,9 @@
 # speaks the host protocol of every sandbox host (src/sandbox/host-protocol.ts: frames of a 4-byte
 # big-endian length and JSON on stdin/stdout), so the pool (host-pool.ts) keeps doing the queueing,
 # affinity, reply checks, watchdog and memory watch. There is no JavaScript here, and no FFI from
-# the guest to anything: the guest is WebAssembly, whose only way out is the host functions
-# wasmtime gives it (WASI with no directories and no environment, and the two below).
+# the guest to anything: the guest is WebAssembly, whose only way out is the host functions this
+# file gives it (a minimal WASI of its own: no directory, no environment, no socket; stdin is the
+# run's request, stdout/stderr are captured and capped; every other call answers ENOSYS).
 #
 # How a run goes ("a broken engine gains nothing"):
 #
@@ -15,7 +16,7 @@
 #      itself never runs a guest's code.
 #   2. Before a run arrives, the zygote forks a child (the spare): a copy of the warm interpreter,
 #      stopped inside that fd_read. The child drops every descriptor but its two pipes, takes its
-#      limits (harden.py) and waits for its request.
+#      limits (harden.py), copies ahead the pages a run writes (probe()) and waits for its request.
 #   3. A run: the zygote hands the request to the spare. The child sets its memory limit (wasmtime
 #      store limits: the warm size + memoryMb), returns from fd_read into WebAssembly, and the guest
 #      runs. Its stdout/stderr come out through fd_write (capped at maxOutputBytes here, in the
@@ -33,7 +34,7 @@
 #
 #   python -I -B zygote.py CWASM [--no-prefault]
 
-import errno, json, os, select, signal, struct, sys, time
+import json, os, select, signal, struct, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
