@@ -10,14 +10,14 @@
  *   host-channel.ts, so not even Node's IPC variables);
  * - Node's PERMISSION MODEL (`--experimental-permission`): reads only of the host's own bundle and
  *   the packages its engine loads; no writes, no child processes, no inspector, no WASI; addons only
- *   for isolated-vm, worker threads only for Python (whose interpreter runs on one);
+ *   for isolated-vm, worker threads only where a profile asks (none does now);
  * - a UID/GID OF ITS OWN when the server runs as root (HOST_UID_BASE + n, a different one for each
  *   live host: hosts cannot signal, ptrace or read each other either);
  * - RESOURCE LIMITS (prlimit, util-linux): address space, file size 0, no core dumps, a process
  *   (thread) count;
  * - BUBBLEWRAP when installed: no network, its own PID/IPC/UTS/user namespaces, a file system
- *   made only of read-only binds of what Node and the engine need, a fresh /proc, /dev and an
- *   empty /tmp, killed with the server (`--die-with-parent`).
+ *   made only of read-only binds of what Node (or the program) and the engine need, a fresh /proc,
+ *   /dev and (Node hosts) an empty /tmp, killed with the server (`--die-with-parent`).
  *
  * The entries are TypeScript in this repository and tsx cannot work inside the permission model
  * (its loader thread stats paths outside the allowed ones, and esbuild transforms in a child
@@ -46,7 +46,7 @@ export interface NodeProfile {
   addons?: boolean;
   /** Directories the host may read beyond its bundle and packages (a native addon of this repository). */
   readable?: string[];
-  /** Worker threads (Python's interpreter runs on one so the host's main thread can interrupt it). */
+  /** Worker threads (the Pyodide host once ran its interrupt timer on one; no profile asks now). */
   workers?: boolean;
   /**
    * `--disallow-code-generation-from-strings`: no eval/Function in the host's own JavaScript, so a
@@ -60,7 +60,7 @@ export interface NodeProfile {
   addressSpaceMb: number;
   /**
    * Native stack of the main thread, MiB (RLIMIT_STACK, and V8's limit just under it), where the
-   * engine runs deep native recursion there (the Python zygote's wasm frames). Without prlimit the OS default (8 MiB) stays
+   * engine runs deep native recursion there. Without prlimit the OS default (8 MiB) stays
    * and V8's limit follows it.
    */
   stackMb?: number;
