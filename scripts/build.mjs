@@ -3,7 +3,7 @@
 // so `npm pack` ships code a consumer runs without tsx or this repository's tsconfig.
 // Two passes: Node + the shipped environments, then envworker/workers with the Workers types.
 import { execFileSync } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -16,6 +16,8 @@ for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
   // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
   execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 }
+// The Python sandbox's zygote is Python, not compiled: shipped beside the JavaScript that starts it.
+cpSync(join(root, "src", "sandbox", "python-zygote"), join(root, "dist", "src", "sandbox", "python-zygote"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
 // What was compiled, for `envworker build --if-stale` and the compiled entries' check
 // (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it.
 const { stampText, STAMP_FILE } = await import(pathToFileURL(join(root, "dist", "src", "node", "dist-stamp.js")).href);

@@ -68,6 +68,10 @@ export interface RunOptions extends Partial<RunLimits> {
    * server's to trust: tests may be a client's own (`info.tests` in POST /score), so a grading run
    * is confined like any other and runs for its `client` as any other run does (with affinity, a
    * client's tests reach only that client's grading processes). Unset: an ordinary run, as before.
+   * Python: the grading engine, zygotes of their own that never fork a candidate's run (README.md
+   * "Python"). QuickJS on Node needs nothing more (every run is a fresh fork of a zygote that
+   * runs no guest code); isolated-vm ignores it, so JavaScript graders compare outside the
+   * sandbox instead (envs/js-code).
    */
   grading?: boolean;
 }
