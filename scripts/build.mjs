@@ -3,7 +3,7 @@
 // so `npm pack` ships code a consumer runs without tsx or this repository's tsconfig.
 // Two passes: Node + the shipped environments, then envworker/workers with the Workers types.
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { cpSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,4 +16,6 @@ for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
   // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
   execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 }
+// The Python sandbox's zygote is Python, not compiled: shipped beside the JavaScript that starts it.
+cpSync(join(root, "src", "sandbox", "python-zygote"), join(root, "dist", "src", "sandbox", "python-zygote"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
 console.error("build: dist/ written");

@@ -16,7 +16,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeConfinement, HOST_UID_BASE, type ConfinementProfile } from "../src/sandbox/confine.ts";
+import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../src/sandbox/confine.ts";
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
@@ -96,7 +96,9 @@ describe("a guest that escaped its engine, confined", () => {
     rmSync(secretDir, { recursive: true, force: true });
   });
 
-  const PROFILES = [ISOLATED_VM_PROFILE, QUICKJS_PROFILE, PYTHON_PROFILE].flatMap((profile) =>
+  // The Node hosts. The Python zygote is not Node: its escape (guest code run as the child's own
+  // host-side Python) is test/python-zygote-escape.test.ts.
+  const PROFILES = [ISOLATED_VM_PROFILE, QUICKJS_PROFILE].flatMap((profile) =>
     [true, false].map((bwrap) => ({ profile, bwrap, name: `${profile.name}, ${bwrap ? "with" : "without"} bubblewrap` })),
   );
 
@@ -355,14 +357,13 @@ describe("the checks on replies refuse no genuine guest result", () => {
 });
 
 describe("the real hosts are confined", () => {
-  const sandboxes: { name: string; entry: string; profile: ConfinementProfile; create(): Sandbox; code: string }[] = [
+  const sandboxes: { name: string; entry: string; profile: NodeProfile; create(): Sandbox; code: string }[] = [
     { name: "isolated-vm", entry: "isolated-vm-host.mjs", profile: ISOLATED_VM_PROFILE, create: () => createIsolatedVmProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
     { name: "QuickJS", entry: "quickjs-host.mjs", profile: QUICKJS_PROFILE, create: () => createQuickJSProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
-    { name: "Python", entry: "python-host.mjs", profile: PYTHON_PROFILE, create: () => createPythonSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
   ];
 
-  /** Processes below this one whose command line names `entry`. */
-  function hostProcesses(entry: string): number[] {
+  /** Processes below this one whose command line names `entry` (run by `program`). */
+  function hostProcesses(entry: string, program = "node"): number[] {
     const parents = new Map<number, number>();
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
@@ -381,7 +382,7 @@ describe("the real hosts are confined", () => {
       if (!below(pid)) return false;
       try {
         const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-        return argv[0]?.endsWith("node") === true && argv.some((a) => a.endsWith(`/${entry}`));
+        return argv[0]?.includes(program) === true && argv.some((a) => a.endsWith(`/${entry}`));
       } catch {
         return false;
       }
@@ -428,6 +429,31 @@ describe("the real hosts are confined", () => {
     },
     120_000,
   );
+
+  it("Python: a zygote of another user, with an empty environment and its limits; no process of it is Node", async () => {
+    const sandbox = createPythonSandbox({ maxConcurrency: 1 });
+    try {
+      expect((await sandbox.run("1 + 1")).result).toBe(2);
+      const pids = hostProcesses("zygote.py", "python");
+      expect(pids.length).toBe(1);
+      const pid = pids[0]!;
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)![1]);
+      if (AS_ROOT) expect(uid).toBeGreaterThanOrEqual(HOST_UID_BASE);
+      // Not dumpable (harden.py): /proc/<pid>/environ of a non-dumpable process is root's to read.
+      expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toBe(HAS_BWRAP ? "PWD=/\0" : "");
+      expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+      if (describeConfinement().prlimit) {
+        const limits = readFileSync(`/proc/${pid}/limits`, "utf8");
+        expect(limits).toMatch(/^Max file size\s+0\s+0\s/m);
+        expect(limits).toMatch(/^Max core file size\s+0\s+0\s/m);
+        expect(limits).toMatch(new RegExp(`^Max address space\\s+${PYTHON_PROFILE.addressSpaceMb * 1024 * 1024}\\s`, "m"));
+      }
+      if (HAS_BWRAP) for (const ns of ["net", "pid", "mnt"]) expect(readlinkNs(pid, ns)).not.toBe(readlinkNs(process.pid, ns));
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 120_000);
 });
 
 function readlinkNs(pid: number, ns: string): string {

@@ -42,125 +42,59 @@ async function harmless(code: string, options: RunOptions = FAST): Promise<RunRe
 const NO_MODULE = ["ModuleNotFoundError", "ImportError"];
 
 describe("python sandbox: no route to the host", () => {
-  it("has no js, pyodide_js, pyodide, pyodide.ffi, pyodide.http, _pyodide_core or micropip", async () => {
-    for (const m of ["js", "pyodide_js", "pyodide", "pyodide.ffi", "pyodide.http", "pyodide.code", "_pyodide", "_pyodide_core", "micropip"]) {
+  it("has no JavaScript, FFI or native-code module to import", async () => {
+    for (const m of ["js", "pyodide_js", "pyodide", "pyodide.ffi", "_pyodide_core", "micropip", "ctypes", "_ctypes", "_posixsubprocess", "mmap", "fcntl"]) {
       await attack(`import ${m}`, NO_MODULE);
     }
-    await attack("from pyodide.ffi import to_js", NO_MODULE);
-    await attack("import importlib\nimportlib.import_module('js')", NO_MODULE);
-    await attack("__import__('pyodide_js')", NO_MODULE);
+    await attack("import importlib\nimportlib.import_module('ctypes')", NO_MODULE);
+    await attack("import _imp\n_imp.create_dynamic(None)", ["ImportError", "TypeError", "AttributeError", "ValueError"]);
   });
 
-  it("cannot re-create a blocked or already-loaded built-in module through the import machinery", async () => {
-    await attack("import sys\nsys.meta_path.clear()\nimport _pyodide_core", NO_MODULE);
-    await attack("import importlib.machinery as m, importlib.util as u\nspec = m.ModuleSpec('_pyodide_core', m.BuiltinImporter)\nu.module_from_spec(spec)", NO_MODULE);
-    await attack("import _imp\nclass S: name = '_pyodide_core'\n_imp.create_builtin(S())", NO_MODULE);
-    await attack("import sys, _imp\ndel sys.modules['posix']\nclass S: name = 'posix'\n_imp.create_builtin(S())", NO_MODULE);
-    await attack("import importlib, _signal\nimportlib.reload(_signal)", NO_MODULE);
-    await attack("import _imp\n_imp.create_dynamic(None)", NO_MODULE);
-  });
-
-  it("finds no JsProxy anywhere in the object graph", async () => {
-    // Classes are skipped: Pyodide's (pure-Python) JsProxy classes stay, with emptied modules behind them.
-    const r = await harmless(
-      "import gc\nfound = []\nfor o in gc.get_objects():\n    for x in [o] + gc.get_referents(o):\n        n = type(x).__name__\n        if isinstance(x, type): continue\n        if 'JsProxy' in n or type(x).__module__.startswith(('pyodide', '_pyodide')) and getattr(x, '__dict__', None):\n            found.append(n)\nsorted(set(found))",
-      { timeoutMs: 20_000 },
-    );
-    expect(r).toMatchObject({ ok: true, result: [] });
-    const s = await harmless("[c.__name__ for c in object.__subclasses__() if 'Js' in c.__name__ and hasattr(c, 'new')]");
-    expect(s.ok).toBe(true);
-    // Whatever JsProxy classes exist, none can be turned into an object that reaches JavaScript.
-    await attack("cls = [c for c in object.__subclasses__() if c.__name__ == 'JsProxy'][0]\ncls()", ["TypeError", "IndexError", "NameError"]);
-  });
-
-  it("reaches none of the functions the lockdown replaced, through closures or the object graph", async () => {
-    // The escape: the lockdown's guard around _imp.create_builtin held the real one in its closure;
-    // with it a guest re-created _pyodide_core and ran JavaScript in the sandbox's thread.
-    const exploit = [
-      "import _imp",
-      "real = [c.cell_contents for c in (_imp.create_builtin.__closure__ or ()) if getattr(c.cell_contents, '__name__', '') == 'create_builtin']",
-      "class S: name = '_pyodide_core'",
-      "core = real[0](S())",
-      "str(core.to_js([0]).constructor.constructor('return typeof process')())",
-    ].join("\n");
-    await attack(exploit, ["IndexError"]);
-    await attack("import signal\nreal = [c.cell_contents for c in (signal.signal.__closure__ or ()) if callable(c.cell_contents)]\nreal[0](2, lambda *a: None)", ["IndexError"]);
-    // Whatever route: no replaced built-in function is reachable from anything the collector tracks.
-    const r = await harmless(
-      [
-        "import gc",
-        "found = []",
-        "for o in gc.get_objects():",
-        "    for x in [o] + gc.get_referents(o):",
-        "        if type(x) is type(len) and getattr(x, '__name__', '') in ('create_builtin', 'exec_builtin', 'create_dynamic', 'exec_dynamic', 'signal'):",
-        "            found.append(repr(x))",
-        "sorted(set(found))",
-      ].join("\n"),
-      { timeoutMs: 20_000 },
-    );
-    expect(r).toMatchObject({ ok: true, result: [] });
-    // Creating any built-in module afresh is refused, allowed names included; preloaded ones import.
-    await attack("import _imp, importlib.machinery as m\n_imp.create_builtin(m.ModuleSpec('math', m.BuiltinImporter))", NO_MODULE);
-    await attack("import _imp, math\n_imp.exec_builtin(math)", NO_MODULE);
-    expect(await harmless("import csv, array, zlib, unicodedata, _sha2\ncsv.__name__")).toMatchObject({ ok: true, result: "csv" });
-    // Handlers for signals other than the time limit's are accepted (and never fire).
-    expect(await harmless("import signal\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\n1")).toMatchObject({ ok: true, result: 1 });
-  }, 60_000);
-
-  it("writes to the terminal devices land in the run's capped stdout, not in the host's memory", async () => {
-    // Emscripten's own /dev/tty kept every byte before a newline in a JavaScript array on the
-    // thread's heap (outside every limit) until V8 aborted the whole process.
-    for (const dev of ["/dev/tty", "/dev/tty1"]) {
-      const r = await harmless(`f = open('${dev}', 'wb', buffering=0)\nfor _ in range(300): f.write(b'x' * (1 << 20))\n1`, { timeoutMs: 10_000, maxOutputBytes: 4096 });
-      expect(r).toMatchObject({ ok: true, result: 1, truncated: true });
-      expect(r.stdout.length).toBeLessThanOrEqual(4096 + 20);
-    }
-    const said = await harmless("open('/dev/tty', 'w').write('to the terminal\\n')\nopen('/dev/tty', 'rb', buffering=0).read()", { stdin: "typed" });
-    expect(said).toMatchObject({ ok: true, stdout: "to the terminal\n", result: "b'typed'" });
-  }, 60_000);
-
-  it("counts files against the run's memory: big files, growing truncates, floods of entries", async () => {
-    const options: RunOptions = { timeoutMs: 10_000, memoryMb: 32 };
-    const full = { ok: false, error: { name: "OSError", message: expect.stringContaining("No space left") } };
-    // MEMFS keeps file data on the thread's JavaScript heap, beyond the WebAssembly memory limit.
-    expect(await harmless("f = open('/tmp/big', 'wb')\nfor _ in range(1000): f.write(b'x' * (1 << 20))", options)).toMatchObject(full);
-    expect(await harmless("import os\nfd = os.open('/tmp/t', os.O_CREAT | os.O_WRONLY)\nos.ftruncate(fd, 3 * 10**9)", options)).toMatchObject(full);
-    expect(await harmless("import os\nfor i in range(10**6): os.mkdir('/home/pyodide/' + 'a' * 200 + str(i))", options)).toMatchObject(full);
-    const flood = await harmless("n = 0\ntry:\n    while True:\n        open('/tmp/f%d' % n, 'w').close()\n        n += 1\nexcept OSError:\n    pass\nn", options);
-    expect(flood).toMatchObject({ ok: true });
-    expect(flood.result).toBeLessThanOrEqual(10_000);
-    // What a run deletes is given back; ordinary scratch files work.
-    const rewrite = "import os\nfor i in range(100):\n    with open('/tmp/x', 'wb') as f: f.write(b'z' * (1 << 20))\n    os.unlink('/tmp/x')\nopen('/tmp/a', 'w').write('hi')\nopen('/tmp/a').read()";
-    expect(await harmless(rewrite, options)).toMatchObject({ ok: true, result: "hi" });
-  }, 120_000);
-
-  it("has no ctypes, sockets, subprocesses, network or process exits", async () => {
-    for (const m of ["ctypes", "_ctypes", "socket", "_socket", "ssl", "subprocess", "_posixsubprocess", "multiprocessing", "select", "mmap", "faulthandler", "urllib.request", "http.client", "asyncio"]) {
-      await attack(`import ${m}`, NO_MODULE);
-    }
+  it("has no sockets, subprocesses, threads or process exits (WASI offers none)", async () => {
+    await attack("import socket\nsocket.socket()", ["OSError"]);
+    await attack("import socket\nsocket.create_connection(('127.0.0.1', 80))", ["OSError", "AttributeError"]);
+    await attack("import subprocess\nsubprocess.run(['ls'])", ["ModuleNotFoundError", "ImportError", "OSError", "AttributeError", "NameError"]);
     await attack("import os\nos.system('ls')", ["AttributeError"]);
     await attack("import os\nos.fork()", ["AttributeError"]);
     await attack("import os\nos.kill(1, 9)", ["AttributeError"]);
+    await attack("import os\nos.execv('/bin/sh', ['sh'])", ["AttributeError"]);
     await attack("import os\nos.abort()", ["SystemExit"]);
     expect(await harmless("import os\nos._exit(0)")).toMatchObject({ ok: true });
     expect(await harmless("import sys\nsys.exit(0)")).toMatchObject({ ok: true });
+    expect(await harmless("print('before')\nraise SystemExit")).toMatchObject({ ok: true, stdout: "before\n" });
     await attack("import sys\nsys.exit(7)", ["SystemExit"]);
+    await attack("import sys\nsys.exit('bye')", ["SystemExit"]);
     await attack("import threading\nthreading.Thread(target=lambda: None).start()", ["RuntimeError"]);
-    await attack("import threading\nfor _ in range(1000): threading.Thread(target=lambda: None).start()", ["RuntimeError"]);
+    await attack("import _thread\n_thread.start_new_thread(print, ())", ["RuntimeError"]);
   });
 
-  it("sees no host file system: only the read-only standard library and empty scratch directories", async () => {
+  it("sees no file system: no host file, nothing to write, an empty environment", async () => {
     await attack("open('/etc/passwd').read()", ["FileNotFoundError"]);
-    await attack("open('/proc/self/environ').read()", ["FileNotFoundError", "PermissionError", "OSError"]);
-    await attack("open('/lib/python314.zip', 'wb').write(b'x')", ["PermissionError"]);
-    await attack("import os\nos.remove('/lib/python314.zip')", ["PermissionError"]);
-    await attack("import os\nos.rename('/lib', '/lib2')", ["PermissionError"]);
-    await attack("import os\nos.chmod('/lib/python314.zip', 0o777)", ["PermissionError"]);
-    const root = await harmless("import os\nsorted(os.listdir('/')), os.listdir('/tmp'), os.listdir('/home/pyodide'), os.getcwd()");
-    expect(root.result).toEqual([["dev", "home", "lib", "proc", "tmp"], [], [], "/home/pyodide"]);
-    // The standard library still imports after all that.
-    expect(await harmless("import xml.dom.minidom, json, decimal\njson.dumps([1])")).toMatchObject({ ok: true, result: "[1]" });
+    await attack("open('/proc/self/environ').read()", ["FileNotFoundError"]);
+    await attack("open('/tmp/x', 'w').write('x')", ["FileNotFoundError", "PermissionError", "OSError"]);
+    await attack("import os\nos.listdir('/')", ["FileNotFoundError", "PermissionError", "OSError"]);
+    // The standard library is inside the module's own memory (wasi-vfs), not on a file system of
+    // the host: a run may even overwrite it, in its own child; the next run has it whole.
+    await harmless("open('/usr/local/lib/python312.zip', 'wb').write(b'x')");
+    await harmless("import os\nos.remove('/usr/local/lib/python312.zip')");
+    const env = await harmless("import os, sys\n[dict(os.environ), sys.argv]");
+    expect(env).toMatchObject({ ok: true, result: [{}, [""]] });
+    expect(await harmless("import xml.dom.minidom, json, decimal, csv, sqlite3, zlib, hashlib\njson.dumps([1])")).toMatchObject({ ok: true, result: "[1]" });
   });
+
+  it("reading fd 0 past the request, or writing a report of its own, changes only its own run", async () => {
+    expect(await harmless("import os\nos.read(0, 100)")).toMatchObject({ ok: true, result: "b''" });
+    expect(await harmless("import os\nos.write(1, b'raw\\n')\nos.write(2, b'err\\n')\n3")).toMatchObject({ ok: true, result: 3, stdout: "raw\n", stderr: "err\n" });
+    expect(await harmless("import sys\nsys.stdout.buffer.write(b'bytes\\n')\nsys.stdout.flush()\n4")).toMatchObject({ ok: true, result: 4, stdout: "bytes\n" });
+  });
+
+  it("output to the terminals and invalid UTF-8 stays within the cap", async () => {
+    const r = await harmless("import os\nfor _ in range(300): os.write(1, b'x' * (1 << 20))\n1", { timeoutMs: 10_000, maxOutputBytes: 4096 });
+    expect(r).toMatchObject({ ok: true, result: 1, truncated: true });
+    expect(r.stdout.length).toBeLessThanOrEqual(4096 + 20);
+    const bad = await harmless("import sys\nsys.stdout.buffer.write(b'\\xff\\xfe ok')\n1");
+    expect(bad).toMatchObject({ ok: true, result: 1, stdout: "\uFFFD\uFFFD ok" });
+  }, 60_000);
 
   it("stops infinite loops, including ones that swallow the interrupt, in __del__/__repr__/__eq__", async () => {
     await attack("while True: pass", ["TimeoutError"]);
@@ -171,12 +105,12 @@ describe("python sandbox: no route to the host", () => {
     await attack("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", ["ValueError", "TimeoutError"]);
   });
 
-  it("stops C-level loops with the hard stop (thread terminated, a fresh interpreter takes over)", async () => {
+  it("stops C-level loops and sleeps: the zygote kills its child, and is itself kept", async () => {
     const before = sandbox.replaced;
-    const r = await attack("sum(range(10**12))", ["TimeoutError"]);
-    expect(r.error?.message).toMatch(/watchdog/);
+    await attack("sum(range(10**12))", ["TimeoutError"]);
     await attack("import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", ["TimeoutError"]);
-    expect(sandbox.replaced).toBeGreaterThan(before);
+    await attack("import time\ntime.sleep(100)", ["TimeoutError"]);
+    expect(sandbox.replaced).toBe(before);
   }, 60_000);
 
   it("enforces the memory limit on the interpreter's WebAssembly memory", async () => {
@@ -206,34 +140,48 @@ describe("python sandbox: no route to the host", () => {
     expect(big.stdout.endsWith("…[truncated]")).toBe(true);
   });
 
-  it("leaks nothing from one run to the next: definitions, imports, patches, files, cwd, fds, sys settings", async () => {
-    await harmless(
-      [
-        "import builtins, json, sys, os, math, random",
-        "builtins.len = lambda x: 42",
-        "json.dumps = None",
-        "math.pi = 3",
-        "secret = 'from run 1'",
-        "sys.setrecursionlimit(50)",
-        "sys.stdout = open('/tmp/out.txt', 'w')",
-        "os.makedirs('/tmp/a/b')",
-        "open('/home/pyodide/f.txt', 'w').write('x')",
-        "os.chdir('/tmp/a')",
-        "os.close(0)",
-        "os.environ['LEAK'] = '1'",
-        "sys.modules['evil'] = 1",
-        "import collections\ncollections.Counter.most_common = None",
-      ].join("\n"),
-    );
+  it("leaks nothing from one run to the next: definitions, imports, patches, builtins, fds, sys settings", async () => {
+    for (let i = 0; i < 2; i++) {
+      // Each of the two sandbox's zygotes gets the poison once: a later run on either sees none of it.
+      await harmless(
+        [
+          "import builtins, json, sys, os, math, random, gc",
+          "builtins.len = lambda x: 42",
+          "builtins.print = None",
+          "json.dumps = None",
+          "math.pi = 3",
+          "secret = 'from run 1'",
+          "sys.setrecursionlimit(50)",
+          "os.close(0)",
+          "os.environ['LEAK'] = '1'",
+          "sys.modules['evil'] = 1",
+          "import collections\ncollections.Counter.most_common = None",
+          "random.seed(1)",
+          "gc.unfreeze()",
+        ].join("\n"),
+      );
+    }
     const r = await sandbox.run(
-      "import builtins, json, sys, os, math, collections\n[len([1, 2]), json.dumps([1]), math.pi > 3.14, 'secret' in globals(), sys.getrecursionlimit(), os.listdir('/tmp'), os.listdir('/home/pyodide'), os.getcwd(), 'LEAK' in os.environ, 'evil' in sys.modules, callable(collections.Counter.most_common), input()]",
+      "import builtins, json, sys, os, math, collections\nprint('printed')\n[len([1, 2]), json.dumps([1]), math.pi > 3.14, 'secret' in globals(), sys.getrecursionlimit(), 'LEAK' in os.environ, 'evil' in sys.modules, callable(collections.Counter.most_common), input()]",
       { stdin: "still readable\n" },
     );
-    expect(r).toMatchObject({ ok: true, result: [2, "[1]", true, false, 1000, [], [], "/home/pyodide", false, false, true, "still readable"] });
+    expect(r).toMatchObject({ ok: true, stdout: "printed\n", result: [2, "[1]", true, false, 1000, false, false, true, "still readable"] });
+  });
+
+  it("grading runs go to zygotes of their own, never to one that forked a candidate", async () => {
+    const startedBefore = sandbox.started;
+    const graded = await sandbox.run("import sys\n[1 + 1, sys.version_info[:2]]", { grading: true });
+    expect(graded).toMatchObject({ ok: true, result: [2, [3, 12]] });
+    expect(sandbox.grading?.started).toBe(1);
+    expect(sandbox.started).toBe(startedBefore);
+    // Concurrent candidates and grading runs: each answered by its own pool.
+    const mixed = await Promise.all([0, 1, 2, 3].map((i) => sandbox.run(`${i} * 10`, { grading: i % 2 === 0 })));
+    expect(mixed.map((r) => r.result)).toEqual([0, 10, 20, 30]);
+    expect(sandbox.grading?.started).toBe(1);
   });
 
   it("keeps running after dozens of attacks in parallel", async () => {
-    const bombs = ["while True: pass", "x = bytearray(10**9)", "import js", "def f(): f()\nf()", "print('a' * 10**6)", "1 + 1"];
+    const bombs = ["while True: pass", "x = bytearray(10**9)", "import ctypes", "def f(): f()\nf()", "print('a' * 10**6)", "1 + 1"];
     const results = await Promise.all(Array.from({ length: 18 }, (_, i) => sandbox.run(bombs[i % bombs.length]!, { timeoutMs: 300, memoryMb: 32, maxOutputBytes: 1024 })));
     expect(results.filter((r) => r.ok && r.result === 2)).toHaveLength(3);
     await expectHealthy();

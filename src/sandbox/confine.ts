@@ -1,7 +1,10 @@
 /**
  * The launcher every sandbox host goes through (Node only): it starts a host entry as a child
- * process with least privilege. The engine's own sandbox (an isolate, QuickJS, Pyodide's lockdown)
- * is the first wall; this is the second, for a guest that breaks the first. All at once:
+ * process with least privilege. The engine's own sandbox (an isolate, QuickJS, WebAssembly) is the
+ * first wall; this is the second, for a guest that breaks the first. A host is either a Node entry
+ * of this repository (`NodeProfile`: isolated-vm, QuickJS) or another program (`ProgramProfile`:
+ * the Python zygote, a Python interpreter running wasmtime), which gets everything below except
+ * what is Node's own (the permission model and its flags, the bundle). All at once:
  *
  * - an EMPTY environment: no ENVWORKER_TOKEN, no secrets, no PATH (the wire is stdin/stdout,
  *   host-channel.ts, so not even Node's IPC variables);
@@ -31,7 +34,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
 import { RUN_DELAY_FILE } from "./run-delay.ts";
 
-export interface ConfinementProfile {
+export interface NodeProfile {
+  kind?: "node";
   /** Names the bundle (one per profile and server process). */
   name: string;
   /** The host's entry modules by name; the first is the process's main, the others (worker threads) sit beside it as `<name>.mjs`. */
@@ -61,6 +65,37 @@ export interface ConfinementProfile {
    */
   stackMb?: number;
 }
+
+/**
+ * A host that is not Node (the Python zygote): no permission model, no bundle. bubblewrap binds
+ * only the system's libraries and `readable`; no /tmp; prlimit, the uid and the empty environment
+ * as for every host.
+ */
+export interface ProgramProfile {
+  kind: "program";
+  name: string;
+  /** What to run and what it reads, resolved at every start (the first may prepare it: python-runtime.ts). */
+  command(): Promise<ProgramCommand>;
+  /** RLIMIT_AS in MiB. */
+  addressSpaceMb: number;
+  /** RLIMIT_STACK in MiB (the main thread's native stack), when not the OS default. */
+  stackMb?: number;
+  /**
+   * The program forks a fresh process per run below itself (the Python zygote): the server then
+   * measures the host's tree by proportional set size (pages a child shares with its zygote are not
+   * counted twice) and times a run on the run clock of that child (host-handles.ts).
+   */
+  forksPerRun?: boolean;
+}
+
+export interface ProgramCommand {
+  executable: string;
+  args: string[];
+  /** Files and directories the program reads, bound read-only (real paths). */
+  readable: string[];
+}
+
+export type ConfinementProfile = NodeProfile | ProgramProfile;
 
 export interface ConfineOptions {
   /** Use bubblewrap when it is installed (default true). Off: everything else still applies. */
@@ -311,7 +346,7 @@ function packageDirs(file: string, into: Set<string>): void {
   }
 }
 
-function bundle(profile: ConfinementProfile): Promise<Bundle> {
+function bundle(profile: NodeProfile): Promise<Bundle> {
   let made = bundles.get(profile.name);
   if (!made) {
     made = build(profile);
@@ -321,7 +356,7 @@ function bundle(profile: ConfinementProfile): Promise<Bundle> {
   return made;
 }
 
-async function build(profile: ConfinementProfile): Promise<Bundle> {
+async function build(profile: NodeProfile): Promise<Bundle> {
   const { build: esbuild } = await import("esbuild");
   const dir = join(root(), profile.name);
   const readable = new Set<string>();
@@ -367,9 +402,12 @@ function chmodTree(dir: string): void {
   }
 }
 
-/** What bubblewrap binds: the system's libraries (Node links to them), Node itself and the readable directories. */
-function bwrapArgs(readable: string[], uid: number | undefined): string[] {
-  const args = [...namespaceArgs(uid), "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/"];
+/**
+ * What bubblewrap binds: the system's libraries (Node and Python link to them), Node itself (for
+ * Node hosts, which also get an empty /tmp) and the readable directories.
+ */
+function bwrapArgs(readable: string[], uid: number | undefined, node: boolean): string[] {
+  const args = [...namespaceArgs(uid), "--clearenv", "--proc", "/proc", "--dev", "/dev", ...(node ? ["--tmpfs", "/tmp"] : []), "--chdir", "/"];
   for (const path of ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32"]) {
     let stat;
     try {
@@ -380,9 +418,11 @@ function bwrapArgs(readable: string[], uid: number | undefined): string[] {
     if (stat.isSymbolicLink()) args.push("--symlink", readlinkSync(path), path);
     else args.push("--ro-bind", path, path);
   }
-  const node = realpathSync(process.execPath);
-  args.push("--ro-bind", node, node);
-  if (process.execPath !== node) args.push("--ro-bind", process.execPath, process.execPath);
+  if (node) {
+    const node = realpathSync(process.execPath);
+    args.push("--ro-bind", node, node);
+    if (process.execPath !== node) args.push("--ro-bind", process.execPath, process.execPath);
+  }
   for (const dir of readable) args.push("--ro-bind", dir, dir);
   return args;
 }
@@ -398,9 +438,11 @@ export interface ConfinedProcess {
  * pipe (V8's last words). Resolves once spawned (the first call bundles, ~0.1–0.5 s).
  */
 export async function launchConfined(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): Promise<ConfinedProcess> {
+  if (profile.kind === "program") {
+    const command = await profile.command();
+    return spawnConfined(profile, options, [command.executable, ...command.args, ...args], command.readable, false);
+  }
   const made = await bundle(profile);
-  const confinement = describeConfinement(options);
-  const uid = confinement.ownUid ? takeUid() : undefined;
   const mainEntry = made.files[Object.keys(profile.entries)[0]!]!;
   const node = [
     process.execPath,
@@ -417,6 +459,13 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
     mainEntry,
     ...args,
   ];
+  return spawnConfined(profile, options, node, made.readable, true);
+}
+
+/** Spawns `command` under prlimit and bubblewrap (where they are), as a uid of its own (as root), with an empty environment. */
+function spawnConfined(profile: ConfinementProfile, options: ConfineOptions, command: string[], readable: string[], node: boolean): ConfinedProcess {
+  const confinement = describeConfinement(options);
+  const uid = confinement.ownUid ? takeUid() : undefined;
   const t = tools();
   const limits = t.prlimit
     ? [
@@ -430,14 +479,14 @@ export async function launchConfined(profile: ConfinementProfile, options: Confi
         "--",
       ]
     : [];
-  const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(made.readable, uid)] : [];
+  const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(readable, uid, node)] : [];
   // Hosts run at the server's own CPU priority. They ran at niceness +10 for a while: on a busy
   // machine (anything else at the default priority: a trainer, a second test run) that starved
   // them ~10x (a Python host did not start within 60 s beside 6 busy loops on 2 cores), while the
   // server stayed as responsive without it (test/hostile-code.test.ts: slowest probe 311 ms at load
   // ~10 with hosts at +0). A waking server is scheduled promptly by CFS either way.
-  const [command, ...rest] = [...limits, ...sandbox, ...node];
-  const child = spawn(command!, rest, {
+  const [first, ...rest] = [...limits, ...sandbox, ...command];
+  const child = spawn(first!, rest, {
     env: {},
     cwd: "/",
     stdio: ["pipe", "pipe", "pipe"],

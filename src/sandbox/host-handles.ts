@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { leafProcess, processTree, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
+import { leafProcess, processTree, processTreePss, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -121,8 +121,21 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   let waited: DelayProbe | undefined;
   let resident: ResidentProbe | undefined;
   let gone = false;
+  // A host that forks a process per run (confine.ts `forksPerRun`): its leaf is the zygote while it
+  // starts, then the child that serves (or will serve) the next run, a new process each run; the
+  // probe follows it. A run's waits are read from one process, its own child.
+  const forks = profile.kind === "program" && profile.forksPerRun === true;
+  let waitedPid = 0;
   const waitedMs = () => {
     if (!child?.pid || (gone && !waited)) return 0;
+    if (forks && !gone) {
+      const leaf = leafProcess(child.pid);
+      if (leaf !== waitedPid) {
+        waited?.close();
+        waited = delayProbe(`/proc/${leaf}/schedstat`);
+        waitedPid = leaf;
+      }
+    }
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
     return waited();
   };
@@ -175,13 +188,14 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     setMaxReplyBytes: (bytes) => {
       maxReplyBytes = bytes;
     },
-    // Not once it ended: its pid may be another process's by then.
+    // Not once it ended: its pid may be another process's by then. (A forking host's engine process
+    // is a new one per run: its whole tree is measured instead.)
     measureEngine: () => {
-      if (gone || child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
+      if (forks || gone || child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
       resident ??= residentProbe(`/proc/${leafProcess(child.pid)}/statm`);
       return resident();
     },
-    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? processTreeRss(child.pid) : undefined),
+    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? (forks ? processTreePss : processTreeRss)(child.pid) : undefined),
     started,
     waitedMs,
   };

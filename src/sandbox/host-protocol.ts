@@ -16,7 +16,7 @@ import { z } from "zod";
 import type { RunOptions, RunResult, Sandbox } from "./types.ts";
 
 /** Options that cross to a host: limits and inputs only (JSON-safe; no signal, no callbacks). */
-export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey" | "client">;
+export type SentOptions = Omit<RunOptions, "signal" | "onStart" | "queueKey" | "client" | "grading">;
 
 export type HostRequest = { type: "run"; id: number; code: string; options: SentOptions } | { type: "cancel"; id: number };
 

@@ -6,7 +6,7 @@
  * README.md "Isolation model" for the measurements behind this.
  */
 import { siblingModule } from "../node/ts-worker.ts";
-import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
+import type { ConfineOptions, NodeProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
 import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 
@@ -30,7 +30,7 @@ const CHILD_HEAP_MB = 256;
 export type IsolatedVmProcessSandbox = HostPoolSandbox;
 
 /** How an isolated-vm child is confined (confine.ts): the addon is its only package, and the one allowed. */
-export const ISOLATED_VM_PROFILE: ConfinementProfile = {
+export const ISOLATED_VM_PROFILE: NodeProfile = {
   name: "isolated-vm",
   entries: { "isolated-vm-host": siblingModule("isolated-vm-host", import.meta.url) },
   packages: ["isolated-vm"],

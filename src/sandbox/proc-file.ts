@@ -12,7 +12,7 @@ export interface ProcFile {
   close(): void;
 }
 
-/** A path, or a descriptor opened elsewhere (another thread's file: python-host.ts); undefined where it cannot be opened. */
+/** A path, or a descriptor opened elsewhere (another thread's file); undefined where it cannot be opened. */
 export function procFile(file: string | number): ProcFile | undefined {
   let fd: number;
   try {

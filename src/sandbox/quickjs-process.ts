@@ -8,7 +8,7 @@
  * the process) and a fresh one takes its place. On Workers, the platform CPU limit plays this role.
  */
 import { siblingModule } from "../node/ts-worker.ts";
-import type { ConfineOptions, ConfinementProfile } from "./confine.ts";
+import type { ConfineOptions, NodeProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
 import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
 
@@ -40,7 +40,7 @@ const RETIRE_ABOVE_BYTES = 32 * MiB;
  * handler`): each wasm memory would otherwise reserve ~10 GiB of address space, and the address
  * space is limited.
  */
-export const QUICKJS_PROFILE: ConfinementProfile = {
+export const QUICKJS_PROFILE: NodeProfile = {
   name: "quickjs",
   entries: { "quickjs-host": siblingModule("quickjs-host", import.meta.url) },
   packages: ["@jitl/quickjs-wasmfile-release-sync"],

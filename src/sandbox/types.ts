@@ -60,6 +60,12 @@ export interface RunOptions extends Partial<RunLimits> {
   signal?: AbortSignal;
   /** Called once when the run leaves the queue and starts: its time limit counts from here. */
   onStart?: () => void;
+  /**
+   * Python only: run this on the grading engine, processes of their own that never run a
+   * candidate's code (an environment's harness with its hidden tests and expected values goes
+   * there; README.md "Python"). Other backends ignore it.
+   */
+  grading?: boolean;
 }
 
 /** `{name, message}` of a failed run; for guest errors both were computed inside the sandbox. */
