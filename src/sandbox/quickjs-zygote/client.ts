@@ -51,7 +51,7 @@ export class QuickJSZygoteSandbox implements Sandbox {
   private ready: Promise<void> | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
-  private buffer = Buffer.alloc(0);
+  private buffer: Buffer = Buffer.alloc(0);
   private disposed = false;
   /** What the zygote said when it was ready (its wasm memory and QuickJS heap). */
   info: { pid: number; wasmBytes: number; heapBytes: number } | undefined;
