@@ -89,7 +89,23 @@ JS_UNDEFINED = 3 << 32
 # WASI errno values.
 EBADF, ENOSYS, ENOTCAPABLE = 8, 52, 76
 
-REPORT_GRACE_S = 0.05
+# What QuickJS-NG's JS_NewContext gives that the other engines' guests do not have, removed from the
+# guest context before its prelude runs:
+# - Error.prepareStackTrace: V8-style call sites whose getFunction() handed a guest the functions on
+#   its stack, the prelude's own `run` and `ctl` among them (test/sandbox-attacks.test.ts, "stack-trace
+#   hooks"). Without the accessor, an assigned Error.prepareStackTrace is a plain property QuickJS
+#   never calls;
+# - queueMicrotask and performance: host APIs, not ECMAScript (the guest has no timers or clocks of
+#   the host's; Date stays).
+LOCKDOWN = """(function () {
+"use strict";
+delete Error.prepareStackTrace;
+delete globalThis.queueMicrotask;
+delete globalThis.performance;
+})()"""
+# Within this much of QuickJS's memory limit when a run fails, it failed for memory: out of memory,
+# QuickJS may not even build its error (the guest then sees `null` thrown: "Uncaught null").
+NEAR_LIMIT = 256 * 1024
 REPORT_HEADROOM = 2 * MiB
 # Wasm memory a run may grow beyond what the zygote held: the allocator's overhead and the copies a
 # growing array holds for a moment (as quickjs.ts wasmMemoryCapMb: 1.5 x memoryMb + 8 MiB).
@@ -139,8 +155,9 @@ class _Fn:
 class RunOutcome:
     report: bytes | None  # the prelude's JSON report, as QuickJS encoded it (UTF-8)
     interrupted: bool  # the zygote's interrupt (the time limit) ended the guest
-    memory_refused: bool  # the wasm memory reached its cap
+    memory_refused: bool  # the wasm memory reached its cap, or QuickJS's count its limit
     host_error: dict[str, str] | None  # what the host determined (a TypeScript error, an exhausted stack, ...)
+    held_bytes: int = 0  # the most the run held: QuickJS's count at its end or the wasm memory's growth
 
 
 def find_wasm() -> str:
@@ -210,6 +227,7 @@ class Engine:
         self._self_test()
         self.prelude = prelude
         self.ctx = self.fn["JS_NewContext"](self.rt)
+        self._free(self._eval_value(self.ctx, LOCKDOWN, "envworker-lockdown.js", JS_EVAL_FLAG_STRICT))
         self.ctl = self._eval_value(self.ctx, prelude, "envworker-prelude.js", JS_EVAL_FLAG_STRICT)
         tools = self._eval_value(self.ctx, f"(function () {{\n{bundle}\nreturn __envworkerZygote;\n}})()", "envworker-tools.js", 0)
         self.strip = self._get(tools, "strip")
@@ -541,13 +559,16 @@ class Engine:
         limit = self.malloc_size() + memory_mb * MiB
         f["JS_SetMemoryLimit"](self.rt, limit)
         f["JS_SetMaxStackSize"](self.rt, int(options["stackKb"]) * 1024)
-        pages_cap = self.memory.size(self.store) + ((memory_mb * 3 + 1) // 2 + WASM_HEADROOM_MB) * MiB // WASM_PAGE
+        pages_start = self.memory.size(self.store)
+        pages_cap = pages_start + ((memory_mb * 3 + 1) // 2 + WASM_HEADROOM_MB) * MiB // WASM_PAGE
         self.store.set_limits(memory_size=pages_cap * WASM_PAGE)
 
         host_error: dict[str, str] | None = None
         escaped: int | None = None
         report: bytes | None = None
         interrupted = False
+        exhausted = False
+        held = 0
         try:
             source: str | None = code
             if options.get("ts"):
@@ -583,6 +604,10 @@ class Engine:
                         if r < 0:
                             escaped = f["JS_GetException"](self._read_u32(self.pctx))
             interrupted = self.interrupted()
+            # The most the run held: wasm memory never shrinks, so its growth is the allocator's
+            # high-water mark (what the run freed again, its own scope's values, is gone by now).
+            held = max(self.malloc_size() - (limit - memory_mb * MiB), (self.memory.size(self.store) - pages_start) * WASM_PAGE)
+            exhausted = held > memory_mb * MiB - NEAR_LIMIT
             # Report phase: the interrupt cleared (the zygote allows a short grace), a little memory
             # headroom, so a run that ended at a limit can still hand over its output.
             self.set_interrupt(False)
@@ -611,8 +636,8 @@ class Engine:
             else:
                 host_error = {"name": "SandboxError", "message": f"QuickJS failed: {msg.splitlines()[0][:300]}"}
             report = None
-        memory_refused = self.memory.size(self.store) >= pages_cap
-        return RunOutcome(report=report, interrupted=interrupted, memory_refused=memory_refused, host_error=host_error)
+        memory_refused = exhausted or self.memory.size(self.store) >= pages_cap
+        return RunOutcome(report=report, interrupted=interrupted, memory_refused=memory_refused, host_error=host_error, held_bytes=max(0, held))
 
 
 if __name__ == "__main__":

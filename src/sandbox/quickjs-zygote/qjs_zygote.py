@@ -171,7 +171,7 @@ class Zygote:
         request = json.loads(read_exact(0, length))
         os.close(0)
         outcome = engine.run(request["options"], request["code"])
-        header = json.dumps({"interrupted": outcome.interrupted, "memoryRefused": outcome.memory_refused, "hostError": outcome.host_error}).encode()
+        header = json.dumps({"interrupted": outcome.interrupted, "memoryRefused": outcome.memory_refused, "hostError": outcome.host_error, "heldBytes": outcome.held_bytes}).encode()
         report = outcome.report or b""
         write_all(1, RESULT_HEAD.pack(MAGIC, len(header), len(report)) + header + report)
         os.close(1)
@@ -322,9 +322,14 @@ class Zygote:
             error = {"name": "SandboxError", "message": "the guest could not produce a report"}
         else:
             error = None  # ok, too_large: result.py's checks
-        # Out of wasm memory, QuickJS may not even build its out-of-memory error: the refusal says it.
-        if error is not None and error["name"] != "TimeoutError" and header.get("memoryRefused") is True:
-            error = results.memory_error(limits)
+        # Out of memory, QuickJS may not even build its out-of-memory error: the refusal says it, or
+        # a `null` thrown (what QuickJS throws when it cannot allocate the error) by a run that held
+        # a large part of its memory (a guest's own `throw null` with less is left as it is).
+        if error is not None and error["name"] != "TimeoutError":
+            held = header.get("heldBytes")
+            starved = error == {"name": "Error", "message": "Uncaught null"} and isinstance(held, int) and held > limits["memoryMb"] * MiB // 4
+            if header.get("memoryRefused") is True or starved:
+                error = results.memory_error(limits)
         ok_report = json.dumps({"status": status, "result": parsed["result"], "error": None}).encode() if error is None else None
         return results.to_run_result(ok_report, stdout, stderr, cut, limits, elapsed_ms, error)
 
