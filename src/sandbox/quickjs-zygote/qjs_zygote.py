@@ -20,8 +20,8 @@
 #   3. A run: the zygote hands the request to the spare, which runs it (qjs_engine.Engine.run) and
 #      writes its report to its result pipe, then exits on the spot (os._exit).
 #   4. The zygote answers the server from that report (bounded; whatever the child sends is
-#      untrusted), kills and reaps the child, and only then forks the next spare: no two guests'
-#      processes, and no spare and a guest, ever live at once.
+#      untrusted), then kills and reaps the child, and only then forks the next spare: no two
+#      guests' processes, and no spare and a guest, ever live at once.
 #
 # Time: on the run clock of the child (wall time minus its wait for a CPU, /proc/<pid>/schedstat;
 # src/sandbox/run-delay.ts says why). At timeoutMs the zygote sets the SIGINT bit in the shared page:
@@ -137,7 +137,7 @@ class Zygote:
             request = queued.pop(0) if queued else self.read_request(block=True)
             if request.get("type") != "run":
                 continue  # a cancel for a run already answered
-            self.send(self.run(request, queued))
+            self.run(request, queued)
 
     # ---- a child --------------------------------------------------------------------------------
 
@@ -278,10 +278,24 @@ class Zygote:
             waited = clock.read()[1] - waited0
             clock.close()
         elapsed_ms = max(0.0, (time.monotonic() - started - waited) * 1000)
+        if host_error is None and self.complete(data):
+            # A whole result needs no exit status: the server is answered first, the child (done,
+            # or about to be) is killed and reaped after, and no spare exists before that.
+            self.send(self.reply(rid, self.from_child(bytes(data), None, limits, elapsed_ms, interrupted)))
+            self.reap(child)
+            return
         status = self.reap(child)
         if host_error is not None:
-            return self.reply(rid, results.to_run_result(None, "", "", None, limits, elapsed_ms, host_error))
-        return self.reply(rid, self.from_child(bytes(data), status, limits, elapsed_ms, interrupted))
+            self.send(self.reply(rid, results.to_run_result(None, "", "", None, limits, elapsed_ms, host_error)))
+        else:
+            self.send(self.reply(rid, self.from_child(bytes(data), status, limits, elapsed_ms, interrupted)))
+
+    @staticmethod
+    def complete(data):
+        if len(data) < RESULT_HEAD.size:
+            return False
+        magic, n_head, n_report = RESULT_HEAD.unpack_from(data)
+        return magic == MAGIC and n_head <= 4096 and RESULT_HEAD.size + n_head + n_report == len(data)
 
     def from_child(self, data, status, limits, elapsed_ms, interrupted):
         """A RunResult from what the child sent: report.ts toRunResult's rules, the zygote's facts first."""
