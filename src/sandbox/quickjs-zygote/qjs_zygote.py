@@ -50,7 +50,7 @@ from zygote import Schedstat, read_exact, rss, vsize, write_all  # noqa: E402  (
 MiB = 1 << 20
 SERVER_IN = 0
 SERVER_OUT = 1
-# zygote -> child: the request's length, then the request (JSON: {"code", "options"}).
+# zygote -> child: the request's length, then the request (JSON: {"id", "code", "options"}).
 REQUEST_HEAD = struct.Struct("<I")
 # child -> zygote: magic, the lengths of the header (JSON) and of the report.
 RESULT_HEAD = struct.Struct("<4sII")
@@ -170,12 +170,19 @@ class Zygote:
         (length,) = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
         request = json.loads(read_exact(0, length))
         os.close(0)
-        outcome = engine.run(request["options"], request["code"])
-        header = json.dumps({"interrupted": outcome.interrupted, "memoryRefused": outcome.memory_refused, "hostError": outcome.host_error, "heldBytes": outcome.held_bytes}).encode()
-        report = outcome.report or b""
-        write_all(1, RESULT_HEAD.pack(MAGIC, len(header), len(report)) + header + report)
+        self.serve_child(request)
         os.close(1)
         os._exit(0)
+
+    def serve_child(self, request):
+        """The run, in its child: its result goes to fd 1."""
+        outcome = self.engine.run(request["options"], request["code"])
+        self.write_result({"interrupted": outcome.interrupted, "memoryRefused": outcome.memory_refused, "hostError": outcome.host_error, "heldBytes": outcome.held_bytes}, outcome.report or b"")
+
+    @staticmethod
+    def write_result(header, report):
+        head = json.dumps(header).encode()
+        write_all(1, RESULT_HEAD.pack(MAGIC, len(head), len(report)) + head + report)
 
     def reap(self, child):
         for fd in (child.request_w, child.result_r):
@@ -203,7 +210,7 @@ class Zygote:
         limits = {k: options[k] for k in ("timeoutMs", "memoryMb", "stackKb", "maxOutputBytes")}
         child, self.spare = self.spare, None
         started = time.monotonic()
-        body = json.dumps({"code": request.get("code", ""), "options": options}).encode()
+        body = json.dumps({"id": rid, "code": request.get("code", ""), "options": options}).encode()
         try:
             write_all(child.request_w, REQUEST_HEAD.pack(len(body)) + body)
         except OSError:
