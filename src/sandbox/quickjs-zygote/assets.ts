@@ -3,6 +3,7 @@
  * host's helpers (tools.ts: sucrase's type stripping and the last-expression candidates) bundled
  * into one script for QuickJS. Built once per process with esbuild (~0.3 s).
  */
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { GUEST_PRELUDE } from "../guest.ts";
 
@@ -18,7 +19,8 @@ export function zygoteAssets(): Promise<ZygoteAssets> {
   built ??= (async () => {
     const { build } = await import("esbuild");
     const out = await build({
-      entryPoints: [fileURLToPath(new URL("./tools.ts", import.meta.url))],
+      // tools.ts here, tools.js in a built package (dist/).
+      entryPoints: [[".ts", ".js"].map((ext) => fileURLToPath(new URL(`./tools${ext}`, import.meta.url))).find((f) => existsSync(f))!],
       bundle: true,
       format: "iife",
       globalName: "__envworkerZygote",
