@@ -17,7 +17,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // vitest's default on 2 cores is 1 (cores − 1): every file would wait for the one before,
     // though most spend much of their time waiting (on a child starting: a server, workerd,
-    // Chromium, Pyodide; on a runaway run's time limit). Three at once fill the gaps. What made
+    // Chromium, Python zygotes; on a runaway run's time limit). Three at once fill the gaps. What made
     // more at once fail before is gone: sandbox limits are on the run clock (src/sandbox/run-delay.ts),
     // hosts are no longer below the tests' priority, and every bound on a probe's latency scales
     // with the load it measures (test/helpers/slowdown.ts).

@@ -14,7 +14,7 @@ import wordle from "./wordle/index.ts";
 export const environments: readonly Environment[] = [reverseText, alphabetSort, wordle, wordChain, wordGroups, countdown, mathTools, jsCode, pyCode, mathToolsPython, openQa];
 
 /**
- * Environments that need the Python sandbox (`Services.python`, Pyodide in worker threads): Node
+ * Environments that need the Python sandbox (`Services.python`, a fork server of CPython for WASI): Node
  * only. The Workers entry leaves them out of what it serves.
  */
 export const NODE_ONLY_ENVIRONMENTS: ReadonlySet<string> = new Set([pyCode.name, mathToolsPython.name]);

@@ -56,7 +56,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   let app: Hono<any> | undefined;
   const ws = createNodeWebSocket({ app: { request: (...args: Parameters<Hono["request"]>) => app!.request(...args) } as Hono });
   // The code sandboxes for tools and rewards: JavaScript (isolated-vm in child processes unless
-  // ENVWORKER_SANDBOX says quickjs) and Python (Pyodide). Both are lazy: nothing starts until an
+  // ENVWORKER_SANDBOX says quickjs) and Python (a zygote per slot, src/sandbox/python.ts). Both are lazy: nothing starts until an
   // environment first runs code. One of each, shared: every call sees them scoped to its episode
   // (or, for stateless routes, its client), so their fair queues keep one client's backlog of slow
   // code from delaying another's tool call, and a call that times out or is given up on cancels

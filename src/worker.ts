@@ -5,10 +5,10 @@
 import { environments, NODE_ONLY_ENVIRONMENTS } from "../envs/index.ts";
 import { createWorker } from "./workers/index.ts";
 
-// Pyodide does not fit a Worker: environments that need the Python sandbox are Node-only.
+// The Python sandbox forks a process per run (a Worker has no processes): environments that need it are Node-only.
 const worker = createWorker(
   environments.filter((e) => !NODE_ONLY_ENVIRONMENTS.has(e.name)),
-  { unavailable: Object.fromEntries([...NODE_ONLY_ENVIRONMENTS].map((name) => [name, "it runs Python (Pyodide), which does not fit a Worker: Node only (envworker serve)"])) },
+  { unavailable: Object.fromEntries([...NODE_ONLY_ENVIRONMENTS].map((name) => [name, "it runs Python, whose sandbox forks a process per run, which a Worker cannot: Node only (envworker serve)"])) },
 );
 
 export const Episode = worker.Episode;

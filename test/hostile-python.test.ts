@@ -1,10 +1,10 @@
 /**
  * Hostile Python against a live server, through every route that runs it (py-code's /score with
  * a client's own tests, an episode's answer, the `python` tool over MCP and in a step): the lockdown
- * escape that reached the thread's JavaScript, output written to /dev/tty (it grew the JavaScript
- * heap until V8 aborted the server) and files that grow without end. Each must cost its own run
- * and nothing else: the server stays up, a probe playing reverse-text is served throughout, and
- * other clients' rewards are what their answers earn.
+ * escape that reached Pyodide's JavaScript (there is no JavaScript now: it finds nothing), raw
+ * writes to fd 1 far past the output cap, and files (there is no file system: they fail). Each
+ * must cost its own run and nothing else: the server stays up, a probe playing reverse-text is
+ * served throughout, and other clients' rewards are what their answers earn.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectServed, startLiveServer, underAttack, type LiveServer } from "./helpers/hostile.ts";
@@ -39,7 +39,7 @@ const ESCAPE = [
   "print(js('return process.env.ENVWORKER_TOKEN')())",
   "def f(x):\n    return x * 2",
 ].join("\n");
-const TTY_FLOOD = "f = open('/dev/tty', 'wb', buffering=0)\nfor _ in range(400): f.write(b'x' * (1 << 20))";
+const TTY_FLOOD = "import os\nfor _ in range(400): os.write(1, b'x' * (1 << 20))";
 const FILE_FLOOD = "f = open('/tmp/big', 'wb')\nfor _ in range(25): f.write(b'x' * (16 << 20))";
 const TESTS = ["assert f(2) == 4", "assert f(-3) == -6"];
 /** Start the interpreters first (~150 MiB each): their start is not the attack's growth. */
@@ -62,13 +62,14 @@ describe("hostile Python against a live server", () => {
     expect(JSON.stringify(score.body)).not.toContain(TOKEN);
     expect(tool.status).toBe(200);
     expect(tool.body.result.isError).toBe(true);
-    expect(tool.body.result.content[0].text).toMatch(/IndexError/);
+    // _imp.create_builtin is the real built-in here (nothing wraps it): it has no closure to read.
+    expect(tool.body.result.content[0].text).toMatch(/AttributeError|IndexError/);
     expect(JSON.stringify(tool.body)).not.toContain(TOKEN);
     expect(wrong.body.results[0].reward).toBe(0);
     expect(right.body.results[0].reward).toBe(1);
   }, 120_000);
 
-  it("/dev/tty floods and file floods cost their own run: tool, step and /score", async () => {
+  it("raw output floods and file floods cost their own run: tool, step and /score", async () => {
     const outcome = await underAttack(server, async () => {
       const results = [];
       for (const code of [TTY_FLOOD, FILE_FLOOD]) {
@@ -84,18 +85,17 @@ describe("hostile Python against a live server", () => {
       }
       return results;
     }, { warmUp: warmInterpreters });
-    // 400 MiB written per run to the tty: before, the tty's bytes stayed on the JavaScript heap until V8
-    // aborted the server; file data grew it by as much. What remains is a run's own allowance
-    // (64 MiB of memory, as much again in files) and interpreters replaced after growing.
+    // 400 MiB written per run to fd 1: the child keeps maxOutputBytes of it (Pyodide's /dev/tty once
+    // kept every byte on the JavaScript heap until V8 aborted the server). Files: there are none.
     expectServed("python tty and file floods", outcome, { maxRssGrowthMiB: 600 });
     const [ttyTool, ttyScore, ttyStep, fileTool, fileScore, fileStep] = outcome.result as any[];
     expect(ttyTool.content[0].text.length).toBeLessThan(100_000);
     expect(ttyScore.reward).toBe(1);
     expect(ttyStep.content.length).toBeLessThan(100_000);
     expect(fileTool.isError).toBe(true);
-    expect(fileTool.content[0].text).toMatch(/No space left on device/);
+    expect(fileTool.content[0].text).toMatch(/FileNotFoundError/);
     expect(fileScore.reward).toBe(0);
-    expect(fileStep.content).toMatch(/No space left on device/);
+    expect(fileStep.content).toMatch(/FileNotFoundError/);
     expect((await python("1 + 1")).body.result).toMatchObject({ isError: false });
   }, 120_000);
 });

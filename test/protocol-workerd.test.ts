@@ -120,7 +120,7 @@ describe("Node-only environments on Workers", () => {
     for (const name of ["py-code", "math-tools-python"]) {
       const r = await post(`${server.url}/envs/${name}/reset`, {});
       expect(r.status).toBe(404);
-      expect(r.body.error).toEqual({ code: "UNKNOWN_ENV", message: `"${name}" is not served here: it runs Python (Pyodide), which does not fit a Worker: Node only (envworker serve)` });
+      expect(r.body.error).toEqual({ code: "UNKNOWN_ENV", message: `"${name}" is not served here: it runs Python, whose sandbox forks a process per run, which a Worker cannot: Node only (envworker serve)` });
     }
     expect((await post(`${server.url}/envs/nope/reset`, {})).body.error.message).toBe('unknown environment "nope"; GET /envs lists them');
   });

@@ -162,6 +162,32 @@ describe.each(HAS_BWRAP ? [true, false] : [false])("the Python zygote with an es
     expect(python.replaced).toBe(0);
     expect(zygotes()).toEqual([zygotePid]);
   }, 60_000);
+
+  it("a spare that died while it waited (killed from outside) is replaced by a fresh child for the run", async () => {
+    await python.run("0", { client: "a" });
+    // The spare is forked once the last run's child is reaped, just after its answer.
+    const children = () => readFileSync(`/proc/${zygotePid}/task/${zygotePid}/children`, "utf8").trim().split(" ").filter(Boolean).map(Number);
+    await expect.poll(() => children().length, { timeout: 5000, interval: 20 }).toBe(1);
+    const spares = children();
+    process.kill(spares[0]!, "SIGKILL");
+    // Dead, or still on its way out: either way it must not be handed the run.
+    const fresh = await python.run("'fresh'", { client: "a" });
+    expect(fresh, JSON.stringify(fresh)).toMatchObject({ ok: true, result: "fresh" });
+    expect(zygotes()).toEqual([zygotePid]);
+  });
+
+  it("memory taken outside the interpreter's limit is the server's to see: counted by its page faults, its zygote replaced", async () => {
+    // The store limit bounds the guest's wasm memory; host-side memory of an escaped child is not
+    // under it. The server measures the tree (process-memory.ts ForkingHost: a child's private
+    // pages count in full) and kills the host past 2 x memoryMb + 96 MiB.
+    const before = python.replaced;
+    const r = await python.run("#escape\nimport time\nheld = b'\\x01' * (400 << 20)\ntime.sleep(8)\nresult = len(held)", { client: "a", memoryMb: 16, timeoutMs: 15_000 });
+    expect(r).toMatchObject({ ok: false, error: { name: "MemoryLimitError" } });
+    expect(r.error?.message).toMatch(/grew by \d+ MiB and was replaced/);
+    expect(python.replaced).toBeGreaterThan(before);
+    expect(await python.run("1 + 1", { client: "a" })).toMatchObject({ ok: true, result: 2 });
+    expect(python.memoryBytes()).toBeLessThan(200 * 1024 * 1024);
+  }, 60_000);
 });
 
 /** Zygote processes of the escape fixture below this test process. */

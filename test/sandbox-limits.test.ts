@@ -77,6 +77,23 @@ describe("python: the memory limit and the output budget at fixed sizes", () => 
     expect(await python.run(code(40), options(16))).toMatchObject({ ok: false, error: { name: "MemoryLimitError" } });
   });
 
+  it("the same sizes hold under load: beside two runaway runs on the machine's two cores", async () => {
+    // The limit is wasmtime's store limit on the run's own child: the load changes nothing of it.
+    const loaded = createPythonSandbox({ maxConcurrency: 3 });
+    try {
+      await loaded.warm();
+      const code = (mb: number) => `len(bytearray(${mb} * 2**20))`;
+      const options = (memoryMb: number) => ({ memoryMb, timeoutMs: 20_000 });
+      const busy = [0, 1].map(() => loaded.run("while True: pass", { timeoutMs: 4000 }));
+      const results = [];
+      for (const [mb, limit] of [[40, 16], [40, 64], [4, 16], [40, 16]] as const) results.push(await loaded.run(code(mb), options(limit)));
+      expect(results.map((r) => (r.ok ? r.result : r.error?.name))).toEqual(["MemoryLimitError", 40 * 2 ** 20, 4 * 2 ** 20, "MemoryLimitError"]);
+      expect((await Promise.all(busy)).map((r) => r.error?.name)).toEqual(["TimeoutError", "TimeoutError"]);
+    } finally {
+      await loaded.dispose();
+    }
+  }, 90_000);
+
   it("400 MB printed in 10 KB lines ends as a normal run with its output capped, the interpreter kept", async () => {
     // Each line is its own write (line-buffered) and each is under the 64 KiB cap: only a budget
     // that counts every write stops keeping them. Without it the worker's heap filled and the

@@ -59,7 +59,7 @@ function createMathTools(code: "javascript" | "python") {
   return defineEnvironment({
     name: python ? "math-tools-python" : "math-tools",
     description: python
-      ? "math-tools with a Python sandbox instead of JavaScript (Pyodide; Node only): problems from a seed, a calculator and a python tool; answer in \\boxed{}."
+      ? "math-tools with a Python sandbox instead of JavaScript (Node only): problems from a seed, a calculator and a python tool; answer in \\boxed{}."
       : "Arithmetic and word problems from a seed, solved with a calculator and a JavaScript sandbox; answer in \\boxed{}.",
     version: "0.1.0",
     args: python ? argsSchema(PYTHON_SYSTEM_PROMPT) : args,

@@ -114,7 +114,10 @@ def __prepare(tests):
                         root = root.func
                     else:
                         break
-                if type(root) is ast.Name and not known(root.id):
+                # A bare call (f(x)) calls a function: the candidate's unless it is a builtin, even
+                # where a module has that name (CPython 3.12 still has a "chunk" module); only a
+                # name reached through attributes (math.sqrt(x)) may be a module.
+                if type(root) is ast.Name and (root.id not in builtin_names if root is node.func else not known(root.id)):
                     probes.append(ast.unparse(node))
                     return ast.copy_location(ast.Name(id="__probe_%d" % (len(probes) - 1), ctx=ast.Load()), node)
                 self.generic_visit(node)

@@ -1,5 +1,5 @@
 /**
- * py-code: write Python to a specification; hidden tests run in the Python sandbox (Pyodide) and
+ * py-code: write Python to a specification; hidden tests run in the Python sandbox and
  * the reward is the fraction passed. Half the tasks ask for a function (graded by assert
  * statements), half for a program reading stdin and writing stdout (graded on input/output
  * cases). Node only: it needs `Services.python` (harness.ts explains the grading and its threat
@@ -159,7 +159,7 @@ const metric = (fn: (e: Evaluation) => number | boolean) => async (input: Reward
 
 export default defineEnvironment({
   name: "py-code",
-  description: "Write a Python function (assert tests) or program (stdin/stdout tests); hidden tests run in a Pyodide sandbox; reward = fraction passed. Node only.",
+  description: "Write a Python function (assert tests) or program (stdin/stdout tests); hidden tests run in a Python sandbox; reward = fraction passed. Node only.",
   version: "0.1.0",
   args,
   dataset: ({ args: a }: { args: PyCodeArgs }): Example<PyCodeInfo>[] =>

@@ -19,7 +19,7 @@ The result is the value of the script's last expression (awaited if it is a prom
 top-level await, the value it returns. Exit status: 0 when the run succeeded, 1 when it failed
 (ok: false: an error in the code, a time or memory limit), 2 on usage errors.
 
---lang python runs Python 3 (a .py FILE implies it) in the Pyodide sandbox: the result is the value
+--lang python runs Python 3 (a .py FILE implies it) in the Python sandbox: the result is the value
 of the last expression statement; --memory-mb counts above the idle interpreter (~30 MiB).
 --stdin gives the program's standard input (Python: sys.stdin; JavaScript: the global \`stdin\`);
 @FILE reads it from a file.
@@ -135,7 +135,7 @@ function looksLikeTypeScript(code: string, result: RunResult): boolean {
   return stripped.ok && stripped.code.trim() !== code.trim();
 }
 
-/** One interpreter, loaded only when asked for (Pyodide takes ~2.5 s to start). */
+/** One zygote, started only when asked for (~0.5-1.5 s). */
 async function pythonSandbox() {
   const { createPythonSandbox } = await import("../sandbox/python.ts");
   return createPythonSandbox({ maxConcurrency: 1 });

@@ -60,7 +60,7 @@ export interface NodeProfile {
   addressSpaceMb: number;
   /**
    * Native stack of the main thread, MiB (RLIMIT_STACK, and V8's limit just under it), where the
-   * engine runs deep native recursion there (Pyodide). Without prlimit the OS default (8 MiB) stays
+   * engine runs deep native recursion there (the Python zygote's wasm frames). Without prlimit the OS default (8 MiB) stays
    * and V8's limit follows it.
    */
   stackMb?: number;
@@ -82,8 +82,9 @@ export interface ProgramProfile {
   stackMb?: number;
   /**
    * The program forks a fresh process per run below itself (the Python zygote): the server then
-   * measures the host's tree by proportional set size (pages a child shares with its zygote are not
-   * counted twice) and times a run on the run clock of that child (host-handles.ts).
+   * measures the host's tree by the zygote's RSS and its children's page faults (pages a child
+   * shares with its zygote are not counted twice) and times a run on the run clock of that child
+   * (host-handles.ts).
    */
   forksPerRun?: boolean;
 }

@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { leafProcess, processTree, processTreePss, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
+import { ForkingHost, leafProcess, processTree, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -125,11 +125,13 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   // starts, then the child that serves (or will serve) the next run, a new process each run; the
   // probe follows it. A run's waits are read from one process, its own child.
   const forks = profile.kind === "program" && profile.forksPerRun === true;
+  let forking: ForkingHost | undefined;
   let waitedPid = 0;
   const waitedMs = () => {
     if (!child?.pid || (gone && !waited)) return 0;
     if (forks && !gone) {
-      const leaf = leafProcess(child.pid);
+      forking ??= new ForkingHost(child.pid);
+      const leaf = forking.leaf();
       if (leaf !== waitedPid) {
         waited?.close();
         waited = delayProbe(`/proc/${leaf}/schedstat`);
@@ -195,7 +197,12 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       resident ??= residentProbe(`/proc/${leafProcess(child.pid)}/statm`);
       return resident();
     },
-    measure: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? (forks ? processTreePss : processTreeRss)(child.pid) : undefined),
+    measure: () => {
+      if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
+      if (!forks) return processTreeRss(child.pid);
+      forking ??= new ForkingHost(child.pid);
+      return forking.memory();
+    },
     started,
     waitedMs,
   };

@@ -15,7 +15,8 @@
  * Limits, all enforced by the zygote on its child: time on the run clock (the child is killed;
  * TimeoutError), memory by wasmtime's store limit (the warm size + memoryMb; MemoryLimitError),
  * output capped at maxOutputBytes. The pool's watchdog (timeoutMs + watchdogSlackMs, on the run
- * clock of the child) and the memory watch of the whole tree (by PSS) stay as the backstop.
+ * clock of the child) and the memory watch of the whole tree (zygote by RSS, children by their page
+ * faults: process-memory.ts ForkingHost) stay as the backstop.
  *
  * Grading (`RunOptions.grading`): a run with `grading: true` goes to a pool of its own, whose zygotes
  * never fork a candidate's code (an environment's harness, its hidden tests), so no process that a
@@ -85,7 +86,7 @@ function poolOptions(options: PythonSandboxOptions, label: string, maxConcurrenc
     maxConcurrency,
     watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
     memory: {
-      // The tree's PSS (process-memory.ts): a run's child may add its wasm growth (at most memoryMb,
+      // The tree's memory (process-memory.ts ForkingHost): a run's child may add its wasm growth (at most memoryMb,
       // the store limit) and the pages it copies from the zygote (its interpreter's, ~10-40 MiB);
       // after its run the child is gone, so a zygote keeps nothing of a run.
       killAboveBytes: (limits) => 2 * limits.memoryMb * MiB + 96 * MiB,

@@ -1,5 +1,5 @@
 /**
- * The `python` tool: run the model's Python in the Python sandbox (`ctx.python`: Pyodide, Node
+ * The `python` tool: run the model's Python in the Python sandbox (`ctx.python`: CPython for WASI, Node
  * only) and answer with what it printed and the value of its last expression, like a notebook
  * cell. Every call starts from a clean interpreter: nothing persists between calls.
  *
