@@ -14,7 +14,7 @@
  *
  * Limits, all enforced by the zygote on its child: time on the run clock (at timeoutMs QuickJS is
  * interrupted and the run ends as a TimeoutError with its output; a child that does not stop
- * within 50 ms of run clock more is killed), memory by QuickJS's own count (the warm heap +
+ * within 250 ms of run clock more is killed), memory by QuickJS's own count (the warm heap +
  * memoryMb) and wasmtime's store limit on the wasm memory (MemoryLimitError), stack by stackKb
  * (QuickJS's limit) and wasmtime's cap on the native stack (RangeError), TypeScript stripped inside
  * the child under the run's limits. The pool's watchdog (timeoutMs + watchdogSlackMs, on the run

@@ -16,7 +16,8 @@
 #   2. Before a run arrives, the zygote forks the spare: a copy of that state. The spare maps the
 #      wasm page that holds QuickJS-libc's pending-signal bits onto a page it shares with the zygote
 #      (so the zygote can interrupt it), drops every descriptor but its two pipes, takes its limits
-#      (harden.py: seccomp, no new process or thread, no new descriptor) and waits for its request.
+#      (harden.py: seccomp, no new process or thread, no new descriptor), copies ahead the pages a
+#      run writes (found once by a probe run at start) and waits for its request.
 #   3. A run: the zygote hands the request to the spare, which runs it (qjs_engine.Engine.run) and
 #      writes its report to its result pipe, then exits on the spot (os._exit).
 #   4. The zygote answers the server from that report (bounded; whatever the child sends is
@@ -27,7 +28,7 @@
 # src/sandbox/run-delay.ts says why). At timeoutMs the zygote sets the SIGINT bit in the shared page:
 # QuickJS's interrupt handler stops the guest with an uncatchable error, the child clears the bit
 # and still reports (its output is kept, as in quickjs.ts). A child that has not answered
-# GRACE_MS of run clock later, or by the stretch cap (10 x timeoutMs + 30 s of wall time), is
+# GRACE_S of run clock later, or by the stretch cap (10 x timeoutMs + 30 s of wall time), is
 # killed. Either way the answer is a TimeoutError. Memory: QuickJS's own count (the warm heap +
 # memoryMb) and wasmtime's store limit on the wasm memory (the warm size + 1.5 x memoryMb + 8 MiB);
 # the server also measures the whole tree (process-memory.ts, by PSS).
@@ -45,9 +46,12 @@ for path in (HERE, CORE):
 import harden  # noqa: E402
 import result as results  # noqa: E402
 from qjs_engine import Engine  # noqa: E402
-from zygote import Schedstat, read_exact, rss, vsize, write_all  # noqa: E402  (the Python zygote's core)
+from zygote import PAGE as CORE_PAGE, Schedstat, read_exact, rss, vsize, write_all, written_ranges  # noqa: E402  (the Python zygote's core)
 
 MiB = 1 << 20
+# What the probe runs (Zygote.probe): the shape of a typical small run.
+PROBE_CODE = "const o = { a: [1, 'x'], b: 2.5 }; let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s, o); s"
+PROBE_OPTIONS = {"timeoutMs": 1000, "memoryMb": 64, "stackKb": 256, "maxOutputBytes": 65536, "ts": False, "globals": {"g": [1]}, "stdin": "3 4\n"}
 SERVER_IN = 0
 SERVER_OUT = 1
 # zygote -> child: the request's length, then the request (JSON: {"id", "code", "options"}).
@@ -55,8 +59,9 @@ REQUEST_HEAD = struct.Struct("<I")
 # child -> zygote: magic, the lengths of the header (JSON) and of the report.
 RESULT_HEAD = struct.Struct("<4sII")
 MAGIC = b"EWQ1"
-# Run clock a child has, after its interrupt, to hand over its report (quickjs.ts REPORT_GRACE_MS).
-GRACE_S = 0.05
+# Run clock a child has, after its interrupt, to hand over its report (quickjs.ts allows 50 ms; a
+# forked child on a loaded machine also needs its pages back: 50 ms lost the output of runs there).
+GRACE_S = 0.25
 # Before a kill for time, the child is watched this long to tell "running" from "waiting for a CPU"
 # (a wait under way is not in schedstat yet: run-delay.ts).
 CONFIRM_S = 0.02
@@ -129,6 +134,7 @@ class Zygote:
         gc.collect()
         gc.freeze()
         gc.disable()
+        self.hot = self.probe()
         self.send({"type": "ready", "bytes": rss(), "engineBytes": self.engine.memory.data_len(self.engine.store)})
         queued = []
         while True:
@@ -140,6 +146,47 @@ class Zygote:
             self.run(request, queued)
 
     # ---- a child --------------------------------------------------------------------------------
+
+    def probe(self):
+        """
+        The pages a run writes, found once at start (the Python zygote's way, python-zygote/zygote.py):
+        a child runs a sample request from the zygote's state and reports the pages it copied
+        (written_ranges), another reports those it copies with no run at all (what measuring itself
+        writes); the difference is the run's. Each spare copies them in advance (harden.populate)
+        while it waits for its request, so a run takes fewer copy-on-write faults while it runs.
+        """
+        measured = []
+        for run in (True, False):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(r)
+                    if run:
+                        self.engine.run(PROBE_OPTIONS, PROBE_CODE)
+                    write_all(w, json.dumps(written_ranges()).encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            chunks = []
+            while True:
+                c = os.read(r, 1 << 16)
+                if not c:
+                    break
+                chunks.append(c)
+            os.close(r)
+            os.waitpid(pid, 0)
+            try:
+                measured.append({int(a) + i for a, n in json.loads(b"".join(chunks)) for i in range(0, int(n), CORE_PAGE)})
+            except (ValueError, TypeError):
+                return []
+        ranges = []
+        for page in sorted(measured[0] - measured[1]):
+            if ranges and ranges[-1][0] + ranges[-1][1] == page:
+                ranges[-1][1] += CORE_PAGE
+            else:
+                ranges.append([page, CORE_PAGE])
+        return [tuple(x) for x in ranges][:4096]
 
     def fork(self):
         shared = mmap.mmap(-1, PAGE, flags=mmap.MAP_SHARED)
@@ -166,6 +213,11 @@ class Zygote:
         if _mremap(source, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, target) != target:
             os._exit(71)
         harden.harden_child([request_r, result_w], self.pid, self.address_space)
+        if self.hot:
+            # The pages a run writes, copied while nothing waits (stopped as soon as the request comes).
+            request_ready = select.poll()
+            request_ready.register(0, select.POLLIN)
+            harden.populate(self.hot, lambda: bool(request_ready.poll(0)))
         # fd 0: the request; fd 1: the result. Nothing else is open from here on.
         (length,) = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
         request = json.loads(read_exact(0, length))
