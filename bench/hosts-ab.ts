@@ -90,7 +90,7 @@ async function backend(tree: string): Promise<Sandbox & { warm?(n?: number): Pro
 }
 
 const code = which === "python" ? "def f(x):\n    return x * 2\nassert f(2) == 4\nf(21)" : "let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s); s";
-type Side = { name: string; sandbox: Awaited<ReturnType<typeof backend>>; ms: number; cpu: number; threads: Map<string, number> };
+type Side = { name: string; sandbox: Awaited<ReturnType<typeof backend>>; ms: number; cpu: number; threads: Map<string, number>; latencies: number[] };
 // The threads the old tree starts in this process (its engine threads, when it has them).
 const threadsBefore = new Set(threadCpuMs().keys());
 const oldSandbox = await backend(oldTree);
@@ -102,15 +102,17 @@ const threadClass = (key: string): string => {
   return tid === pid ? "hosts' main threads" : "other threads";
 };
 const sides: Side[] = [
-  { name: `old (${oldTree})`, sandbox: oldSandbox, ms: 0, cpu: 0, threads: new Map() },
-  { name: "this tree", sandbox: await backend(resolve(import.meta.dirname, "..")), ms: 0, cpu: 0, threads: new Map() },
+  { name: `old (${oldTree})`, sandbox: oldSandbox, ms: 0, cpu: 0, threads: new Map(), latencies: [] },
+  { name: "this tree", sandbox: await backend(resolve(import.meta.dirname, "..")), ms: 0, cpu: 0, threads: new Map(), latencies: [] },
 ];
-const block = async (sandbox: Sandbox, n: number) => {
+const block = async (sandbox: Sandbox, n: number, latencies?: number[]) => {
   let next = 0;
   await Promise.all(
     Array.from({ length: conc }, async () => {
       while (next++ < n) {
+        const t = performance.now();
         const r = await sandbox.run(code);
+        latencies?.push(performance.now() - t);
         if (!r.ok) throw new Error(`unexpected result ${JSON.stringify(r)}`);
       }
     }),
@@ -122,7 +124,7 @@ for (let i = 0; i < BLOCKS; i++) {
   for (const side of sides) {
     const cpu0 = threadCpuMs();
     const t0 = performance.now();
-    await block(side.sandbox, RUNS);
+    await block(side.sandbox, RUNS, side.latencies);
     side.ms += performance.now() - t0;
     for (const [key, ms] of threadCpuMs()) {
       const spent = ms - (cpu0.get(key) ?? 0);
@@ -132,10 +134,11 @@ for (let i = 0; i < BLOCKS; i++) {
   }
 }
 const runs = BLOCKS * RUNS;
-console.log(`| ${which}, ${conc} concurrent | runs/s | CPU ms per run |`);
-console.log("| --- | ---: | ---: |");
-for (const s of sides) console.log(`| ${s.name} | ${Math.round(runs / (s.ms / 1000))} | ${(s.cpu / runs).toFixed(3)} |`);
-console.log(`| this tree / old | ${(sides[0]!.ms / sides[1]!.ms).toFixed(2)}x | ${(sides[1]!.cpu / sides[0]!.cpu).toFixed(2)}x |`);
+const p50 = (s: Side) => [...s.latencies].sort((a, b) => a - b)[Math.floor(s.latencies.length / 2)]!;
+console.log(`| ${which}, ${conc} concurrent | runs/s | p50 ms | CPU ms per run |`);
+console.log("| --- | ---: | ---: | ---: |");
+for (const s of sides) console.log(`| ${s.name} | ${Math.round(runs / (s.ms / 1000))} | ${p50(s).toFixed(2)} | ${(s.cpu / runs).toFixed(3)} |`);
+console.log(`| this tree / old | ${(sides[0]!.ms / sides[1]!.ms).toFixed(2)}x | ${(p50(sides[1]!) / p50(sides[0]!)).toFixed(2)}x | ${(sides[1]!.cpu / sides[0]!.cpu).toFixed(2)}x |`);
 console.log("\nCPU ms per run, by thread:");
 for (const s of sides) {
   const parts = [...s.threads].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);

@@ -109,8 +109,7 @@ export async function benchSandbox(): Promise<void> {
     rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
     await keyed.dispose();
   };
-  await pooled("QuickJS in child processes (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
-
+  await pooled("QuickJS zygote, a forked process per run (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
   const rssBefore = process.memoryUsage.rss();
   const inProcess = createIsolatedVmSandbox();
   const baselineAt = rows.length;

@@ -16,8 +16,10 @@ for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
   // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
   execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
 }
-// The Python sandbox's zygote is Python, not compiled: shipped beside the JavaScript that starts it.
-cpSync(join(root, "src", "sandbox", "python-zygote"), join(root, "dist", "src", "sandbox", "python-zygote"), { recursive: true, filter: (src) => !src.includes("__pycache__") });
+// The zygotes (Python and QuickJS) are Python, not compiled: shipped beside the JavaScript that starts them.
+for (const dir of ["python-zygote", "quickjs-zygote"]) {
+  cpSync(join(root, "src", "sandbox", dir), join(root, "dist", "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
+}
 // What was compiled, for `envworker build --if-stale` and the compiled entries' check
 // (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it.
 const { stampText, STAMP_FILE } = await import(pathToFileURL(join(root, "dist", "src", "node", "dist-stamp.js")).href);

@@ -38,8 +38,8 @@ it("a new server removes bundles that killed servers left (over an hour old, pid
   const young = bundleDir(gone, 60 * 1000);
   const live = bundleDir(process.pid, 2 * 60 * 60 * 1000);
   const script = `
-    const { createQuickJSProcessSandbox } = await import(${JSON.stringify(join(ROOT, "src/sandbox/quickjs-process.ts"))});
-    const sandbox = createQuickJSProcessSandbox({ maxConcurrency: 1 });
+    const { createIsolatedVmProcessSandbox } = await import(${JSON.stringify(join(ROOT, "src/sandbox/isolated-vm-process.ts"))});
+    const sandbox = createIsolatedVmProcessSandbox({ maxConcurrency: 1 });
     const r = await sandbox.run("1 + 1");
     await sandbox.dispose();
     console.log(JSON.stringify(r.result));

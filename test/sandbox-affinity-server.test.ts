@@ -14,7 +14,7 @@ import jsCode from "../envs/js-code/index.ts";
 import mathTools from "../envs/math-tools/index.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { describeConfinement } from "../src/sandbox/confine.ts";
-import { QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import type { SandboxAffinity } from "../src/server/config.ts";
 import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
@@ -78,7 +78,7 @@ async function serve(affinity: SandboxAffinity | undefined): Promise<RunningServ
   return (server = await startServer(
     [mathTools, jsCode],
     { port: 0, token: "token-of-a,token-of-b", sandboxConcurrency: 2, ...(affinity ? { sandboxAffinity: affinity } : {}) },
-    { makeSandbox: (o) => escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: o.maxConcurrency, ...(o.affinity ? { affinity: o.affinity } : {}) }) },
+    { makeSandbox: (o) => escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: o.maxConcurrency, ...(o.affinity ? { affinity: o.affinity } : {}) }) },
   ));
 }
 

@@ -96,9 +96,9 @@ describe("a guest that escaped its engine, confined", () => {
     rmSync(secretDir, { recursive: true, force: true });
   });
 
-  // The Node hosts. The Python zygote is not Node: its escape (guest code run as the child's own
-  // host-side Python) is test/python-zygote-escape.test.ts.
-  const PROFILES = [ISOLATED_VM_PROFILE, QUICKJS_PROFILE].flatMap((profile) =>
+  // The Node hosts. The zygotes (Python, QuickJS) are not Node: their escape (guest code run as the
+  // child's own host-side Python) is test/python-zygote-escape.test.ts.
+  const PROFILES = [ISOLATED_VM_PROFILE].flatMap((profile) =>
     [true, false].map((bwrap) => ({ profile, bwrap, name: `${profile.name}, ${bwrap ? "with" : "without"} bubblewrap` })),
   );
 
@@ -188,7 +188,7 @@ export default () => {${editReplies(`
   it.each(["client", "episode", "off"] as const)(
     "an escaped guest cannot change another client's results: hosts are dedicated to a client (affinity %s)",
     async (affinity) => {
-      const pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP, affinity });
+      const pool = escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP, affinity });
       try {
         await pool.warm(2);
         // Client A's episode 1 takes over its process; its own later runs are the residual (README "The residual").
@@ -238,7 +238,7 @@ export default async ({ mb, holdMs, laterMb }) => {${editReplies(`
     const BWRAP = HAS_BWRAP ? [true, false] : [false];
 
     it.each(BWRAP)("a run that allocates far past its limit while its host reports 0 bytes is killed, a MemoryLimitError (bubblewrap %s)", async (bwrap) => {
-      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
+      const pool = escapePool(ISOLATED_VM_PROFILE, { bwrap });
       try {
         const before = pool.replaced;
         // memoryMb 16: the host may grow by 2 × 16 + 96 MiB while running; it takes 400 MiB and holds it.
@@ -255,7 +255,7 @@ export default async ({ mb, holdMs, laterMb }) => {${editReplies(`
     }, 60_000);
 
     it.each(BWRAP)("what a host keeps after its run is counted in memoryBytes(), whatever it reports (bubblewrap %s)", async (bwrap) => {
-      const pool = escapePool(QUICKJS_PROFILE, { bwrap });
+      const pool = escapePool(ISOLATED_VM_PROFILE, { bwrap });
       try {
         await pool.warm(1);
         const before = pool.memoryBytes();
@@ -271,7 +271,7 @@ export default async ({ mb, holdMs, laterMb }) => {${editReplies(`
 
     it.each(BWRAP)("a host that grows while idle, after its run was answered, is killed and replaced (bubblewrap %s)", async (bwrap) => {
       // The pool's default bounds (a real backend's): an idle host may keep memoryMb + 64 MiB.
-      const pool = escapePool(QUICKJS_PROFILE, { bwrap, memory: {} });
+      const pool = escapePool(ISOLATED_VM_PROFILE, { bwrap, memory: {} });
       try {
         const first = await pool.run(LIAR, { memoryMb: 16, timeoutMs: 15_000, globals: { mb: 0, holdMs: 0, laterMb: 400 } });
         expect(first.ok, JSON.stringify(first)).toBe(true);
@@ -289,7 +289,7 @@ export default async ({ mb, holdMs, laterMb }) => {${editReplies(`
   describe("the server trusts nothing a host sends back", () => {
     let pool: HostPoolSandbox;
     beforeAll(() => {
-      pool = escapePool(QUICKJS_PROFILE, { bwrap: HAS_BWRAP });
+      pool = escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP });
     });
     afterAll(() => pool.dispose());
 
@@ -359,7 +359,6 @@ describe("the checks on replies refuse no genuine guest result", () => {
 describe("the real hosts are confined", () => {
   const sandboxes: { name: string; entry: string; profile: NodeProfile; create(): Sandbox; code: string }[] = [
     { name: "isolated-vm", entry: "isolated-vm-host.mjs", profile: ISOLATED_VM_PROFILE, create: () => createIsolatedVmProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
-    { name: "QuickJS", entry: "quickjs-host.mjs", profile: QUICKJS_PROFILE, create: () => createQuickJSProcessSandbox({ maxConcurrency: 1 }), code: "1 + 1" },
   ];
 
   /** Processes below this one whose command line names `entry` (run by `program`). */
@@ -378,7 +377,7 @@ describe("the real hosts are confined", () => {
       for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true;
       return false;
     };
-    return [...parents.keys()].filter((pid) => {
+    const found = [...parents.keys()].filter((pid) => {
       if (!below(pid)) return false;
       try {
         const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
@@ -387,6 +386,8 @@ describe("the real hosts are confined", () => {
         return false;
       }
     });
+    // A zygote's children (its spare, a run's process) are forks of it, with its command line: the host is the topmost.
+    return found.filter((pid) => !found.includes(parents.get(pid)!));
   }
 
   it.each(sandboxes)(
@@ -430,21 +431,15 @@ describe("the real hosts are confined", () => {
     120_000,
   );
 
-  it("Python: a zygote of another user, with an empty environment and its limits; no process of it is Node", async () => {
-    const sandbox = createPythonSandbox({ maxConcurrency: 1 });
+  const ZYGOTES = [
+    { name: "Python", file: "zygote.py", profile: PYTHON_PROFILE, create: (): Sandbox => createPythonSandbox({ maxConcurrency: 1 }) },
+    { name: "QuickJS", file: "qjs_zygote.py", profile: QUICKJS_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1 }) },
+  ];
+  it.each(ZYGOTES)("$name: a zygote of another user, with an empty environment and its limits; no process of it is Node", async ({ file, profile, create }) => {
+    const sandbox = create();
     try {
       expect((await sandbox.run("1 + 1")).result).toBe(2);
-      // The zygote, not its spare child (a fork of it, the same command line).
-      const all = hostProcesses("zygote.py", "python");
-      const parentOf = (pid: number) => {
-        try {
-          const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        } catch {
-          return 0; // a child that ended meanwhile
-        }
-      };
-      const pids = all.filter((pid) => !all.includes(parentOf(pid)));
+      const pids = hostProcesses(file, "python");
       expect(pids.length).toBe(1);
       const pid = pids[0]!;
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -457,7 +452,7 @@ describe("the real hosts are confined", () => {
         const limits = readFileSync(`/proc/${pid}/limits`, "utf8");
         expect(limits).toMatch(/^Max file size\s+0\s+0\s/m);
         expect(limits).toMatch(/^Max core file size\s+0\s+0\s/m);
-        expect(limits).toMatch(new RegExp(`^Max address space\\s+${PYTHON_PROFILE.addressSpaceMb * 1024 * 1024}\\s`, "m"));
+        expect(limits).toMatch(new RegExp(`^Max address space\\s+${profile.addressSpaceMb * 1024 * 1024}\\s`, "m"));
       }
       if (HAS_BWRAP) for (const ns of ["net", "pid", "mnt"]) expect(readlinkNs(pid, ns)).not.toBe(readlinkNs(process.pid, ns));
     } finally {

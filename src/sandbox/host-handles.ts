@@ -127,6 +127,14 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   const forks = profile.kind === "program" && profile.forksPerRun === true;
   let forking: ForkingHost | undefined;
   let waitedPid = 0;
+  // A forking host's leaf changes (the zygote itself between two children, then its spare): each
+  // process's counter is its own, so the total is what each leaf waited while it was the leaf. Read
+  // raw, a run sent while the zygote was its leaf (no spare yet) compared the zygote's lifetime of
+  // waits with its child's few: the run clock ran seconds ahead and the watchdog stopped a run at
+  // 1.3 s of wall time with an elapsedMs of 8.6 s (QuickJS zygote, sandbox-attacks, load ~4).
+  let waitedBefore = 0;
+  let leafFirst = 0;
+  let leafLast = 0;
   const waitedMs = () => {
     if (!child?.pid || (gone && !waited)) return 0;
     if (forks && !gone) {
@@ -134,9 +142,13 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       const leaf = forking.leaf();
       if (leaf !== waitedPid) {
         waited?.close();
+        waitedBefore += leafLast - leafFirst;
         waited = delayProbe(`/proc/${leaf}/schedstat`);
         waitedPid = leaf;
+        leafFirst = leafLast = waited();
       }
+      leafLast = Math.max(leafLast, waited!());
+      return waitedBefore + (leafLast - leafFirst);
     }
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
     return waited();

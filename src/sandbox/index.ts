@@ -4,7 +4,7 @@
  *   ENVWORKER_SANDBOX=isolated-vm|quickjs   (default: isolated-vm on Node, quickjs on Workers)
  *
  * This module is safe to bundle for Cloudflare Workers: the Node-only backends (isolated-vm is a
- * native addon; the QuickJS thread host needs worker_threads) are loaded lazily, through import
+ * native addon; the QuickJS zygote needs Python and child processes) are loaded lazily, through import
  * specifiers that bundlers do not follow. See README.md.
  */
 import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./quickjs.ts";

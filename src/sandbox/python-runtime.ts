@@ -50,7 +50,8 @@ export function defaultVenv(): string | undefined {
   return modules ? join(modules, ".cache", "envworker-python") : undefined;
 }
 
-function interpreter(): { executable: string } | { missing: string } {
+/** The Python both zygotes run on (the Python sandbox's, and QuickJS's: quickjs-runtime.ts). */
+export function interpreter(): { executable: string } | { missing: string } {
   const chosen = process.env.ENVWORKER_SANDBOX_PYTHON;
   if (chosen) return existsSync(chosen) ? { executable: chosen } : { missing: `ENVWORKER_SANDBOX_PYTHON=${chosen} does not exist` };
   const venv = defaultVenv();
@@ -60,7 +61,7 @@ function interpreter(): { executable: string } | { missing: string } {
 }
 
 /** Where .cwasm files are kept: beside the venv, else in the temporary directory. */
-function cacheDir(): string {
+export function cacheDir(): string {
   const modules = nodeModulesDir();
   const dir = modules ? join(modules, ".cache", "envworker-cwasm") : join(tmpdir(), `envworker-cwasm-${process.getuid?.() ?? 0}`);
   mkdirSync(dir, { recursive: true });
@@ -75,7 +76,7 @@ function cacheDir(): string {
   return dir;
 }
 
-const HOW_TO_INSTALL =
+export const HOW_TO_INSTALL =
   "the Python sandbox needs Python 3.9+ with pip and the packages " +
   PYTHON_REQUIREMENTS.join(", ") +
   ": run `npm install` where python3 (with venv and pip) is on PATH, or set ENVWORKER_SANDBOX_PYTHON to a Python that has them";

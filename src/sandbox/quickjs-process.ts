@@ -1,69 +1,85 @@
 /**
- * QuickJS on Node, with a hard stop: runs go to confined child processes (quickjs-host.ts,
- * confine.ts), supervised by host-pool.ts. QuickJS's own interrupt deadline stops almost every
- * runaway run on time, but the interrupt handler is only consulted every ~10 000 calls/backward
- * jumps; a loop made of long native operations (`for(;;) JSON.parse(JSON.stringify(big))`) can go
- * minutes between two checks (measured: 2 handler calls in 235 s). The watchdog therefore kills the
- * process at timeoutMs + WATCHDOG_SLACK_MS; the run ends as a TimeoutError (its output is lost with
- * the process) and a fresh one takes its place. On Workers, the platform CPU limit plays this role.
+ * QuickJS on Node (ENVWORKER_SANDBOX=quickjs): QuickJS-NG compiled to WASI, run by wasmtime in a
+ * fork server (quickjs-zygote/qjs_zygote.py, on the Python sandbox's zygote core), behind the same
+ * `Sandbox` interface and through the same supervised, confined host pool (host-pool.ts,
+ * confine.ts) as the other Node backends. In-process QuickJS (quickjs.ts, quickjs-emscripten) stays
+ * what Workers run.
+ *
+ * Isolation ("a broken engine gains nothing"): a host is a zygote, a Python process holding a warm
+ * QuickJS (the guest context with its prelude, sucrase) that never runs a guest's code itself.
+ * EVERY run executes in a fresh child forked from it, used once, killed and reaped before the next
+ * child exists: nothing a run does, to QuickJS or to its process should it break out of
+ * WebAssembly, is seen by a later run. There is no JavaScript host in the process, and the guest's
+ * context has no module (import() of qjs:std / qjs:os fails) and no host function.
+ *
+ * Limits, all enforced by the zygote on its child: time on the run clock (at timeoutMs QuickJS is
+ * interrupted and the run ends as a TimeoutError with its output; a child that does not stop
+ * within 250 ms of run clock more is killed), memory by QuickJS's own count (the warm heap +
+ * memoryMb) and wasmtime's store limit on the wasm memory (MemoryLimitError), stack by stackKb
+ * (QuickJS's limit) and wasmtime's cap on the native stack (RangeError), TypeScript stripped inside
+ * the child under the run's limits. The pool's watchdog (timeoutMs + watchdogSlackMs, on the run
+ * clock of the child) and the memory watch of the whole tree (by PSS) stay as the backstop.
  */
-import { siblingModule } from "../node/ts-worker.ts";
-import type { ConfineOptions, NodeProfile } from "./confine.ts";
+import { join } from "node:path";
+import type { ConfineOptions, ProgramProfile } from "./confine.ts";
 import { processHost } from "./host-handles.ts";
 import { HostPoolSandbox, type HostAffinity } from "./host-pool.ts";
+import { QUICKJS_ZYGOTE_DIR, quickjsRuntime } from "./quickjs-runtime.ts";
 
 export interface QuickJSProcessSandboxOptions {
-  /** Max concurrent runs = max processes (default: number of CPUs). */
+  /** Max concurrent runs = max zygotes (default: number of CPUs). */
   maxConcurrency?: number;
-  /** Extra time past timeoutMs before the watchdog kills the process (default 500 ms). */
+  /** Time past timeoutMs before the pool kills a zygote whose child it did not stop (default 1000 ms). */
   watchdogSlackMs?: number;
   /** Whom each host is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
   affinity?: HostAffinity;
   /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
   confine?: ConfineOptions;
+  /** Tests: the profile to start (an escape fixture's), in place of QUICKJS_PROFILE. */
+  profile?: ProgramProfile;
 }
 
-const WATCHDOG_SLACK_MS = 500;
+const WATCHDOG_SLACK_MS = 1000;
 const MiB = 1024 * 1024;
-/**
- * The process's own V8 heap (not the guest's: QuickJS lives in wasm memory, bounded by memoryMb):
- * type stripping, the run's strings and its result. Over it the process dies, not the server.
- */
-const HEAP_MB = 256;
-/** Wasm memory never shrinks: a process whose instance grew by more than this is replaced. */
-const RETIRE_ABOVE_BYTES = 32 * MiB;
 
 /**
- * How a QuickJS process is confined. QuickJS parses and interprets on the native stack (~600 nested
- * parentheses exhausted Node's default): V8's stack limit is raised to ~3.8 MiB, within the 8 MiB
- * the OS gives a main thread. Wasm bounds checks instead of guard regions (`--disable-wasm-trap-
- * handler`): each wasm memory would otherwise reserve ~10 GiB of address space, and the address
- * space is limited.
+ * How a zygote is started: the Python sandbox's interpreter on quickjs-zygote/qjs_zygote.py, with the
+ * precompiled module and the assets. Address space: wasmtime reserves 4 GiB + guard regions for
+ * the linear memory (almost none of it touched); 16 GiB leaves room. A 64 MiB main-thread stack:
+ * wasm frames run on it (capped at ~2 MiB by the engine's config), above Python's own use.
  */
-export const QUICKJS_PROFILE: NodeProfile = {
+export const QUICKJS_PROFILE: ProgramProfile = {
+  kind: "program",
   name: "quickjs",
-  entries: { "quickjs-host": siblingModule("quickjs-host", import.meta.url) },
-  packages: ["@jitl/quickjs-wasmfile-release-sync"],
-  noEval: true,
-  nodeFlags: [`--max-old-space-size=${HEAP_MB}`, "--stack-size=3800", "--disable-wasm-trap-handler"],
-  addressSpaceMb: 8 * 1024,
+  async command() {
+    const runtime = await quickjsRuntime();
+    return { executable: runtime.executable, args: ["-I", "-B", join(QUICKJS_ZYGOTE_DIR, "qjs_zygote.py"), runtime.cwasm, runtime.assets], readable: runtime.readable };
+  },
+  addressSpaceMb: 16 * 1024,
+  stackMb: 64,
+  forksPerRun: true,
 };
 
 export type QuickJSProcessSandbox = HostPoolSandbox;
 
 export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOptions = {}): QuickJSProcessSandbox {
+  const profile = options.profile ?? QUICKJS_PROFILE;
   return new HostPoolSandbox({
     kind: "quickjs",
     label: "QuickJS process",
-    start: () => processHost(QUICKJS_PROFILE, options.confine),
+    start: () => processHost(profile, options.confine),
     maxConcurrency: options.maxConcurrency,
     watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
-    // The pool's RSS bounds (host-pool.ts), and the wasm memory the host reports as a hint.
-    memory: { engine: { retireAboveBytes: () => RETIRE_ABOVE_BYTES } },
-    cooperativeCancel: false,
-    // Like Python's: a host's start-up and JIT warm-up (~0.5 s of CPU) every 1,000 runs cost a third
-    // of a long run's throughput (bench/README.md, "Whole lives"). What recycling bounds, an escaped
-    // guest's reach into later runs, is bounded by affinity first: those are its own client's runs.
+    memory: {
+      // The tree's PSS (process-memory.ts): a run's child may add its wasm growth (at most 1.5 x
+      // memoryMb + 8 MiB, the store limit) and the pages it copies from the zygote (a few MiB);
+      // after its run the child is gone, so a zygote keeps nothing of a run.
+      killAboveBytes: (limits) => 2 * limits.memoryMb * MiB + 96 * MiB,
+      retireAboveBytes: () => 64 * MiB,
+    },
+    cooperativeCancel: true,
+    // Nothing a run leaves survives it, so recycling bounds nothing of a guest's; a zygote is
+    // replaced now and then all the same (its own heap, any slow leak of the host's).
     recycleAfterRuns: 20_000,
     affinity: options.affinity,
   });

@@ -1,7 +1,8 @@
 /**
  * QuickJS backend, in-process (quickjs-emscripten, sync release build). Portable: this is what runs
- * on Cloudflare Workers. On Node, index.ts wraps it in a worker thread (quickjs-thread.ts) so that a
- * run the interrupt handler cannot stop in time can still be killed.
+ * on Cloudflare Workers. On Node, createSandbox("quickjs") is the QuickJS zygote instead
+ * (quickjs-process.ts: QuickJS-NG in wasmtime, a process forked per run, which can be killed when
+ * the interrupt handler cannot stop a run in time).
  *
  * Each run gets a fresh QuickJS runtime and context (≈0.3–0.5 ms) with all three limits set:
  * memory, stack (without it, deep recursion overflows the *host* stack) and an interrupt handler.
