@@ -15,6 +15,7 @@ the rollouts opened must all be closed. Skipped, with the reason printed, withou
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -33,16 +34,24 @@ from _support import SRC, EnvworkerServer  # noqa: E402
 import envworker  # noqa: E402
 from envworker import EnvClient, EnvworkerError  # noqa: E402
 
-MISSING = "" if importlib.util.find_spec("verifiers") and importlib.util.find_spec("verifiers.legacy") else "verifiers (>= 0.3.1, with verifiers.legacy)"
+from _support import trainer_missing  # noqa: E402
+from envworker._verifiers import has_legacy, has_v1, verifiers_version  # noqa: E402
+
+# verifiers itself: skipped without it, except in a trainers venv that pins it (there: an error).
+VERIFIERS_MISSING = trainer_missing("verifiers", why="npm run test:trainers installs it")
+VERSION = verifiers_version()
+# The legacy API (load_environment, vf-eval -a) is 0.3.x's; 0.4.0 removed it (LegacyGoneTests).
+MISSING = VERIFIERS_MISSING or ("" if has_legacy() else f"verifiers {VERSION} has no legacy API (0.4.0 removed it; LegacyGoneTests checks the error that says so)")
 ENVS = ("reverse-text", "wordle", "math-tools")
 API_KEY_VAR = "ENVWORKER_TEST_MOCK_KEY"
 
 
 def setUpModule() -> None:
     global SERVER, URL, API
-    if MISSING:
-        print(f"\ntest_trainers_verifiers: skipped: {MISSING} not installed (npm run test:trainers installs it)", file=sys.stderr)
+    if VERIFIERS_MISSING:
+        print(f"\ntest_trainers_verifiers: skipped: {VERIFIERS_MISSING}", file=sys.stderr)
         return
+    print(f"\ntest_trainers_verifiers: verifiers {VERSION} (legacy API: {'yes' if has_legacy() else 'no'}, v1: {'yes' if has_v1() else 'no'})", file=sys.stderr)
     os.environ[API_KEY_VAR] = "mock"
     SERVER = EnvworkerServer(*ENVS)
     URL = SERVER.start()
@@ -50,7 +59,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
-    if not MISSING:
+    if not VERIFIERS_MISSING:
         API.__exit__(None, None, None)
         SERVER.stop()
 
@@ -243,7 +252,36 @@ class RllmTests(unittest.TestCase):
         self.assertIsNotNone(episode)
 
 
-V1_MISSING = "" if not MISSING and importlib.util.find_spec("verifiers.v1") else "verifiers.v1"
+V1_MISSING = VERIFIERS_MISSING or ("" if has_v1() else f"verifiers {VERSION} has no verifiers.v1")
+
+
+def v1_eval_script() -> Path:
+    """verifiers v1's eval command in this venv: ``vf-eval`` from 0.4.0 on, ``eval`` in 0.3.x (the
+    console script whose entry point is ``verifiers.v1.cli.eval.main:main``)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="console_scripts"):
+        if ep.value.replace(" ", "") == "verifiers.v1.cli.eval.main:main":
+            return Path(sys.executable).parent / ep.name
+    raise AssertionError(f"verifiers {VERSION} has no console script for verifiers.v1.cli.eval.main")
+
+
+@unittest.skipIf(VERIFIERS_MISSING or has_legacy(), "verifiers with its legacy API (0.3.x), or none")
+class LegacyGoneTests(unittest.TestCase):
+    """verifiers >= 0.4 has no legacy API: the legacy entry says so and names the v1 command."""
+
+    def test_load_environment_names_the_v1_command(self) -> None:
+        from envworker._verifiers import VerifiersVersionError
+
+        with self.assertRaises(VerifiersVersionError) as caught:
+            envworker.load_environment(URL, "reverse-text")
+        message = str(caught.exception)
+        self.assertIn(f"verifiers {VERSION} has no legacy API", message)
+        self.assertIn("vf-eval envworker --env.taskset.base-url", message)
+        self.assertIn("<0.4", message)
+        with self.assertRaises(ImportError):
+            importlib.import_module("envworker.verifiers_legacy")
+        self.assertEqual(v1_eval_script().name, "vf-eval")
 
 
 def replay_v1(env: str, example: str, nodes: List[Dict[str, Any]]) -> "tuple[float, bool]":
@@ -284,16 +322,21 @@ class V1Tests(unittest.TestCase):
         self.assertEqual(tasks[0].data.system_prompt, page.examples[0].prompt[0]["content"])
 
     def test_eval_with_tools(self) -> None:
-        """`eval envworker` (the v1 CLI, as prime-rl's sources configure it) on math-tools: the
-        tools reach the agent through the episode's MCP server and the trace's reward is the
-        server's."""
-        eval_cli = Path(sys.executable).parent / "eval"
+        """The v1 command as docs/trainers.md writes it, run by a shell (`vf-eval envworker ...` on
+        0.4; on 0.3.x the script is `eval`, a shell builtin, so `env eval envworker ...`), on
+        math-tools, as prime-rl's sources configure it: the tools reach the agent through the
+        episode's MCP server and the trace's reward is the server's."""
+        import shlex
+
+        eval_cli = v1_eval_script()
         self.assertTrue(eval_cli.exists(), f"{eval_cli} missing")
+        command = "vf-eval" if eval_cli.name == "vf-eval" else f"env {eval_cli.name}"
         with tempfile.TemporaryDirectory() as out:
-            env = dict(os.environ, PYTHONPATH=str(SRC))
-            cmd = [str(eval_cli), "envworker", "--env.taskset.base-url", URL, "--env.taskset.env", "math-tools", "--env.taskset.args", json.dumps({"difficulty": "easy"}),
-                   "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-                   "-m", "mock-model", "--client.base-url", API.url, "--client.api-key-var", API_KEY_VAR, "-n", "4", "-r", "1", "--no-push", "-o", out]
+            env = dict(os.environ, PYTHONPATH=str(SRC), PATH=f"{eval_cli.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+            args = ["envworker", "--env.taskset.base-url", URL, "--env.taskset.env", "math-tools", "--env.taskset.args", json.dumps({"difficulty": "easy"}),
+                    "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+                    "-m", "mock-model", "--client.base-url", API.url, "--client.api-key-var", API_KEY_VAR, "-n", "4", "-r", "1", "--no-push", "-o", out]
+            cmd = ["bash", "-c", f"{command} {shlex.join(args)}"]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
             logs = "".join(p.read_text() for p in Path(out).rglob("eval.log"))
             self.assertEqual(done.returncode, 0, done.stderr[-3000:] + logs[-3000:])

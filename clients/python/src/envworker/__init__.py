@@ -22,7 +22,12 @@ __version__ = "0.1.0"
 
 def load_environment(base_url: str, env: str, split: "str | None" = None, args: "dict | None" = None, token: "str | None" = None, **kwargs: _Any) -> _Any:
     """verifiers' entry for the id ``envworker``: the envworker environment ``env`` at ``base_url``
-    as a verifiers ``MultiTurnEnv`` (see :mod:`envworker.verifiers_legacy`; needs verifiers)."""
+    as a verifiers ``MultiTurnEnv`` (see :mod:`envworker.verifiers_legacy`; needs verifiers 0.3.x,
+    whose legacy API 0.4.0 removed: there, the v1 taskset ``envworker`` is the entry, and this
+    raises ``VerifiersVersionError`` naming its command)."""
+    from ._verifiers import require_legacy
+
+    require_legacy()
     from .verifiers_legacy import load_environment as _load
 
     return _load(base_url, env, split=split, args=args, token=token, **kwargs)

@@ -24,7 +24,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-import verifiers as vf  # the legacy surface (verifiers.legacy), as `import verifiers as vf` gives it
+from ._verifiers import require_legacy
+
+require_legacy()
+import verifiers as vf  # noqa: E402  the legacy surface (verifiers.legacy), as `import verifiers as vf` gives it
 
 from ._content import content_text
 from ._rows import example_rows, tool_defs
