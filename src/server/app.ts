@@ -26,6 +26,7 @@ import { jsonHeapBytes, NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
+import { MemoryOrsSessions, mountOrs, type OrsSessionStore } from "./ors.ts";
 import { logger, redactPath } from "./log.ts";
 
 export interface AppOptions {
@@ -62,6 +63,8 @@ export interface AppOptions {
   answers?: AnswerHolder;
   /** When set, every route but `GET /health` requires this bearer token (see auth.ts). */
   token?: string | undefined;
+  /** Where Open Reward Standard sessions are kept (ors.ts; default: in memory). */
+  orsSessions?: OrsSessionStore;
 }
 
 export type AppEnv = { Variables: { env: Environment } };
@@ -281,6 +284,9 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     if (!opts.webSocket) throw new ApiError("NOT_FOUND", "WebSocket is not available on this server");
     return opts.webSocket(c, next);
   });
+
+  // The Open Reward Standard, at the root where its clients look (ors.ts): sessions are episodes.
+  mountOrs(app, { envs: opts.envs, host: opts.host, engine, sessions: opts.orsSessions ?? new MemoryOrsSessions(), clientOf, readBody: (c, schema) => readBody(c, schema) });
 
   // A known route asked with the wrong method is 405, not 404.
   app.all(`${b}/:route`, (c) => {

@@ -2,6 +2,7 @@
 import type { ResetOptions, StepResult } from "../env/episode.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import type { Envelope } from "./rpc.ts";
+import type { OrsSession } from "../server/ors.ts";
 
 /** The Episode object's RPC surface, as the Worker calls it. */
 export interface EpisodeRpc {
@@ -9,6 +10,8 @@ export interface EpisodeRpc {
   step(envName: string, episodeId: string, action: Action): Promise<Envelope<StepResult>>;
   state(envName: string, episodeId: string): Promise<Envelope<JsonObject>>;
   close(envName: string, episodeId: string): Promise<Envelope<boolean>>;
+  /** An Open Reward Standard session's record (src/server/ors.ts), kept with its episode: get, or put (`null`: delete). */
+  orsSession(sid: string, put?: OrsSession | null): Promise<OrsSession | undefined>;
   fetch(request: Request): Promise<Response>;
 }
 

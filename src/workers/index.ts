@@ -21,6 +21,7 @@ import { createApp } from "../server/app.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
 import { DurableObjectEpisodeHost } from "./durable-host.ts";
+import { objectNameFor } from "./routing.ts";
 import { workerServices } from "./services.ts";
 import { episodeClass, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 
@@ -61,6 +62,12 @@ export function createWorker(environments: readonly Environment[], options: Crea
       envs: environments,
       unavailable: options.unavailable,
       host: new DurableObjectEpisodeHost(() => bindings!),
+      // ORS sessions live with their episodes: in the Durable Object the session id names.
+      orsSessions: {
+        get: (sid) => episodeObject(bindings!, objectNameFor(sid)).orsSession(sid).then((s) => (s && Date.now() - s.at <= config.idleTimeoutMs ? s : undefined)),
+        put: async (sid, session) => void (await episodeObject(bindings!, objectNameFor(sid)).orsSession(sid, session)),
+        delete: async (sid) => void (await episodeObject(bindings!, objectNameFor(sid)).orsSession(sid, null)),
+      },
       maxBodyBytes: config.maxBodyBytes,
       services: workerServices(config),
       // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):
