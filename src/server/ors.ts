@@ -152,7 +152,8 @@ function sseResult(json: string): string {
   return out || sse("end", "");
 }
 
-const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" };
+/** A new object each time: Node's adapter (@hono/node-server) writes an answer's Content-Length into the headers object it is given. */
+const sseHeaders = () => ({ "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" });
 
 /**
  * An SSE answer whose `task_id` goes out at once and whose result follows when `work` is done, with
@@ -174,9 +175,7 @@ function sseTask(taskId: string, work: () => Promise<string>): Response {
       }
     },
   });
-  // Chunked, said outright: Node's adapter (@hono/node-server) otherwise reads a stream's first
-  // chunks to size the answer, and its Content-Length cut the result that came after them.
-  return new Response(stream, { status: 200, headers: { ...SSE_HEADERS, "transfer-encoding": "chunked" } });
+  return new Response(stream, { status: 200, headers: sseHeaders() });
 }
 
 // -- the routes --------------------------------------------------------------------------------
@@ -235,7 +234,7 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
     await deps.sessions.put(sid, { ...s, env: env.name, started: true, at: Date.now() });
   };
 
-  app.post("/create_session", (c) => new Response(sse("task_id", newEpisodeId()) + sse("end", ""), { headers: SSE_HEADERS }));
+  app.post("/create_session", (c) => new Response(sse("task_id", newEpisodeId()) + sse("end", ""), { headers: sseHeaders() }));
   app.post("/delete_session", (c) => {
     try {
       return c.json({ sid: sidOf(c) });
@@ -325,7 +324,7 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
         const req = await deps.readBody(c, TaskRequest);
         const found = await tasks(c, env, req.split, req.index, 1);
         if (found.tasks.length === 0) throw new ApiError("VALIDATION_ERROR", "Invalid index");
-        return c.json({ task: found.tasks[0] });
+        return c.json({ task: found.tasks[0], env_name: env.name });
       }),
     );
     app.post(
@@ -339,7 +338,7 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
         const to = at(req.stop, total);
         const count = Math.max(0, to - from);
         if (count > MAX_EXAMPLES) throw new ApiError("VALIDATION_ERROR", `Invalid index range: at most ${MAX_EXAMPLES} tasks per request`);
-        return c.json({ tasks: (await tasks(c, env, req.split, from, count)).tasks });
+        return c.json({ tasks: (await tasks(c, env, req.split, from, count)).tasks, env_name: env.name });
       }),
     );
     app.get(
