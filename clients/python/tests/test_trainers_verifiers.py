@@ -204,7 +204,22 @@ class VfEvalTests(unittest.TestCase):
             self.assertAlmostEqual(row["reward"], expected, places=9)
 
 
-RLLM = importlib.util.find_spec("rllm") is not None
+# rLLM is not on PyPI (PyPI's "rllm" names no distribution): its checkout, from ENVWORKER_RLLM_SRC
+# (a clone of rllm-org/rllm: the workflow is its examples/verifiers_env/workflow.py), else an
+# installed rllm with that example on the path.
+if os.environ.get("ENVWORKER_RLLM_SRC"):
+    sys.path.insert(0, os.environ["ENVWORKER_RLLM_SRC"])
+
+
+def _rllm_missing() -> str:
+    try:
+        found = importlib.util.find_spec("rllm") is not None and importlib.util.find_spec("examples.verifiers_env.workflow") is not None
+    except ModuleNotFoundError:
+        found = False
+    return "" if found else "rllm cannot be installed from PyPI (no rllm distribution there): set ENVWORKER_RLLM_SRC to a checkout of rllm-org/rllm to run rLLM's own VerifiersWorkflow"
+
+
+RLLM_MISSING = _rllm_missing()
 
 
 @unittest.skipIf(MISSING, f"needs {MISSING}")
@@ -237,19 +252,48 @@ class RllmTests(unittest.TestCase):
         assert_closed(self, "math-tools", ids)
 
     def test_verifiers_workflow(self) -> None:
-        if not RLLM:
-            print("\ntest_trainers_verifiers: rLLM's own VerifiersWorkflow skipped: rllm is not installed (PyPI has no rllm distribution)", file=sys.stderr)
-            self.skipTest("rllm is not installed (PyPI has no rllm distribution)")
+        """rLLM's own VerifiersWorkflow with a scripted rollout engine (no model): it passes its own
+        OpenAI-style client, a string task and score_sem, which envworker's environment takes; the
+        episode's reward is the server's."""
+        if RLLM_MISSING:
+            print(f"\ntest_trainers_verifiers: rLLM's own VerifiersWorkflow skipped: {RLLM_MISSING}", file=sys.stderr)
+            self.skipTest(RLLM_MISSING)
         import asyncio
+        from concurrent.futures import ThreadPoolExecutor
 
         import verifiers as vf
         from examples.verifiers_env.workflow import VerifiersWorkflow  # type: ignore[import-not-found]
+        from rllm.engine.rollout.rollout_engine import ModelOutput, RolloutEngine  # type: ignore[import-not-found]
 
-        env = vf.load_environment("envworker", base_url=URL, env="reverse-text", num_examples=2)
-        row = dict(env.get_dataset()[0])
-        workflow = VerifiersWorkflow(rollout_engine=None, vf_env=env)  # type: ignore[arg-type]
-        episode = asyncio.run(workflow.run(task={"prompt": row["prompt"], "example_id": row["example_id"], "info": row["info"]}, uid="t0:0"))
-        self.assertIsNotNone(episode)
+        from _mock_openai import solving_policy
+
+        turns: List[Dict[str, Any]] = []
+
+        class ScriptedEngine(RolloutEngine):
+            model = "mock-model"
+
+            async def get_model_response(self, messages: List[Dict[str, Any]], application_id: str = "", tools: Any = None, **kwargs: Any) -> Any:
+                reply = solving_policy([dict(m) for m in messages], tools or None)
+                turns.append({"role": "assistant", "content": reply.get("content"), **({"tool_calls": reply["tool_calls"]} if reply.get("tool_calls") else {})})
+                calls = [{"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in reply.get("tool_calls") or []]
+                return ModelOutput(text=reply.get("content") or "", content=reply.get("content"), tool_calls=calls or None, finish_reason="tool_calls" if calls else "stop")
+
+        for name, args in (("reverse-text", None), ("math-tools", {"difficulty": "easy"})):
+            with self.subTest(env=name):
+                env = vf.load_environment("envworker", base_url=URL, env=name, num_examples=3, **({"args": args} if args else {}))
+                with ThreadPoolExecutor(2) as executor:
+                    workflow = VerifiersWorkflow(rollout_engine=ScriptedEngine(), executor=executor, vf_env=env)
+                    for k in range(3):
+                        row = dict(env.get_dataset()[k])
+                        turns.clear()
+                        with OpenedEpisodes() as ids:
+                            episode = asyncio.run(workflow.run(task={"prompt": row["prompt"], "example_id": row["example_id"], "answer": row["answer"], "info": row["info"]}, uid=f"t{k}:0"))
+                        expected, done = server_reward(name, row["info"]["example"], list(turns))
+                        self.assertTrue(done)
+                        self.assertAlmostEqual(episode.trajectories[0].reward, expected, places=12)
+                        self.assertEqual(episode.id, f"t{k}:0")
+                        self.assertIn("envworker_reward", episode.metrics)
+                        assert_closed(self, name, ids)
 
 
 V1_MISSING = VERIFIERS_MISSING or ("" if has_v1() else f"verifiers {VERSION} has no verifiers.v1")
