@@ -29,7 +29,7 @@ MISSING = trainer_missing("openenv-core", "openenv")
 def setUpModule() -> None:
     global SERVER, URL
     if MISSING:
-        print(f"\ntest_trainers_openenv: skipped: {MISSING} not installed (npm run test:trainers installs it)", file=sys.stderr)
+        print(f"\ntest_trainers_openenv: skipped: {MISSING} (npm run test:trainers installs it)", file=sys.stderr)
         return
     SERVER = EnvworkerServer("math-tools", "reverse-text")
     URL = SERVER.start()
