@@ -348,5 +348,5 @@ def trainer_missing(distribution: str, *modules: str, why: str = "") -> str:
         return ""
     reason = f"{distribution} is not installed (no {', '.join(missing)}){': ' + why if why else ''}"
     if distribution.lower() in required_trainers():
-        raise RuntimeError(f"{reason}; this Python ({sys.prefix}) is a trainers venv that pins {distribution}: it must be there")
+        raise RuntimeError(f"{reason}; this Python ({sys.prefix}) must have it: its trainers venv pins {distribution} (envworker-trainers.txt), or ENVWORKER_REQUIRE_TRAINERS names it")
     return reason
