@@ -121,5 +121,6 @@ describe("ORS", () => {
     expect((await call("GET", "/splits")).json[0].name).toBe(environments[0]!.splits[0]);
     expect((await call("POST", "/create", { split: "train", index: 0 })).status).toBe(400); // no X-Session-ID
     expect((await call("POST", "/create", { split: "train" }, { "x-session-id": "x" })).status).toBe(400);
+    expect((await call("POST", "/create", { split: "train", index: 0 }, { "x-session-id": "other.object" })).status).toBe(400);
   });
 });

@@ -61,7 +61,8 @@ const TaskRangeRequest = z.object({ split: SplitName, start: z.number().int().nu
 const ToolCall = z.object({ name: Name, input: z.record(z.string(), z.unknown()), task_id: z.string().max(256).nullish() }).strict();
 /** A task spec as this server writes it: the reference is what a session needs. */
 const TaskSpec = z.object({ example: z.string().min(1).max(16_384), env: Name.optional() }).loose();
-const SessionId = z.string().min(1).max(255);
+/** A session id names its episode (and, on Workers, its Durable Object): letters, digits, `-` and `_` (ours, or a client's UUID). */
+const SessionId = z.string().regex(/^[A-Za-z0-9_-]{1,255}$/);
 
 export type TaskSpecOf = { env: string; example: string; split: string; index: number | null; seed: number | null; example_id: string | number | null };
 
@@ -192,7 +193,7 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
   };
   const sidOf = (c: Context): string => {
     const sid = SessionId.safeParse(c.req.header("x-session-id")?.trim());
-    if (!sid.success) throw new ApiError("VALIDATION_ERROR", "X-Session-ID header is required");
+    if (!sid.success) throw new ApiError("VALIDATION_ERROR", "X-Session-ID header is required (letters, digits, - and _)");
     return sid.data;
   };
   /** The caller's session, or 404 (another client's is as unknown as none). */
