@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# The Python venv with the real trainer packages (clients/python/requirements-trainers.txt:
-# verifiers, openenv-core, trl, torch and their pinned closure), created once per machine and
-# cached under ${ENVWORKER_CACHE:-~/.cache/envworker}/trainers-venv-<hash of the requirements>:
-# a warm run installs nothing. Prints the venv's python on stdout (progress goes to stderr).
+# A Python venv with real trainer packages, created once per machine and cached under
+# ${ENVWORKER_CACHE:-~/.cache/envworker}/trainers-venv-<hash of the requirements>: a warm run installs
+# nothing. Prints the venv's python on stdout (progress goes to stderr).
 #
+#   scripts/trainers-venv.sh [REQUIREMENTS]    default clients/python/requirements-trainers.txt
+#                                              (verifiers 0.3.1, openenv-core, trl, torch, ORS, ...);
+#                                              clients/python/requirements-verifiers.txt: verifiers 0.4
 #   ENVWORKER_PYTHON=$(scripts/trainers-venv.sh) npm test
+#
+# A requirements file is a resolved closure (pip freeze --all). Its `# direct:` line names the
+# packages the venv is for: they are written to the venv's envworker-trainers.txt, and the Python
+# suite run with that venv fails (instead of skipping) a test whose package is one of them and is
+# missing (clients/python/tests/_support.py, required_trainers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-req=clients/python/requirements-trainers.txt
+req=${1:-clients/python/requirements-trainers.txt}
+[ -f "$req" ] || { echo "trainers venv: no requirements file $req" >&2; exit 2; }
 key=$(sha256sum "$req" | cut -c1-16)
 root=${ENVWORKER_CACHE:-$HOME/.cache/envworker}
 venv=$root/trainers-venv-$key
@@ -16,11 +24,12 @@ mkdir -p "$root"
 exec 9>"$venv.lock"
 flock 9
 if [ ! -f "$venv/.complete" ]; then
-  echo "trainers venv: creating $venv (downloads about 3 GB from PyPI, once)" >&2
+  echo "trainers venv: creating $venv from $req (a one-time download from PyPI; the torch one is about 3 GB)" >&2
   rm -rf "$venv"
   python3 -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req" >&2
   "$venv/bin/pip" check >&2
+  sed -n 's/^# direct:[[:space:]]*//p' "$req" | tr ' ' '\n' | sed '/^$/d' > "$venv/envworker-trainers.txt"
   touch "$venv/.complete"
   echo "trainers venv: ready" >&2
 fi

@@ -588,5 +588,52 @@ export function conformanceSuite(platform: string, target: ConformanceTarget): v
         expect((await post(`${rt()}/reset`, {})).status).toBe(200);
       });
     });
+
+    describe("the Open Reward Standard (src/server/ors.ts)", () => {
+      /** The `task_id` of an SSE answer, and its result (`chunk`s and `end`). */
+      const sse = async (res: Response) => {
+        const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("event:"));
+        const field = (e: string, k: string) => e.split("\n").find((l) => l.startsWith(`${k}:`))!.slice(k.length + 1).trim();
+        const data = events.filter((e) => /^event: (chunk|end)/.test(e)).map((e) => e.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(6)).join("\n"));
+        return { id: field(events[0]!, "data"), result: data.join("") ? JSON.parse(data.join("")) : undefined };
+      };
+      const o = () => target.origin();
+
+      it("plays a session made by split and index: the same example and reward as over HTTP", async () => {
+        const sid = (await sse(await fetch(`${o()}/create_session`, { method: "POST" }))).id;
+        expect(sid).toMatch(/^[A-Za-z0-9_-]+$/);
+        const h = { "x-session-id": sid };
+        // ORS's client names no environment here: the episode starts at the first call under /{env}.
+        expect((await post(`${o()}/create`, { split: "train", index: 4 }, h)).body).toEqual({ sid });
+        const prompt = (await get(`${o()}/reverse-text/prompt`, h)).body as { text: string; detail: { role: string } }[];
+        expect(prompt.map((b) => b.detail.role)).toEqual(["system", "user"]);
+        const task = (await post(`${o()}/reverse-text/task`, { split: "train", index: 4 })).body.task;
+        const answer = `<reversed_text>${[...prompt.at(-1)!.text].reverse().join("").slice(2)}</reversed_text>`;
+        const call = await fetch(`${o()}/reverse-text/call`, { method: "POST", headers: { ...h, "content-type": "application/json" }, body: JSON.stringify({ name: "submit", input: { content: answer } }) });
+        expect(call.headers.get("content-type")).toContain("text/event-stream");
+        const { result } = await sse(call);
+        expect(result.ok).toBe(true);
+        expect(result.output.finished).toBe(true);
+        const reset = await post(`${rt()}/reset`, { example: task.example });
+        expect(lastUser(reset.body.observation.messages)).toBe(prompt.at(-1)!.text);
+        const step = await post(`${rt()}/step`, { episode_id: reset.body.episode_id, action: { content: answer } });
+        expect(result.output.reward).toBe(step.body.reward);
+        expect(step.body.reward).toBeLessThan(1);
+        expect((await post(`${o()}/ping`, undefined, h)).body).toEqual({ status: "ok" });
+        expect((await post(`${o()}/delete`, undefined, h)).body).toEqual({ sid });
+        expect((await post(`${o()}/ping`, undefined, h)).status).toBe(404);
+        expect((await get(`${rt()}/state?episode_id=${sid}`)).status).toBe(404);
+      });
+
+      it("serves the catalog and refuses what it does not have", async () => {
+        expect((await get(`${o()}/list_environments`)).body).toContain("alphabet-sort");
+        expect((await get(`${o()}/alphabet-sort/tools`)).body.tools.map((t: { name: string }) => t.name)).toEqual(["submit"]);
+        expect((await post(`${o()}/reverse-text/num_tasks`, { split: "train" })).body.num_tasks).toBeGreaterThan(0);
+        expect((await post(`${o()}/reverse-text/task`, { split: "nope", index: 0 })).status).toBe(400);
+        expect((await get(`${o()}/nope/tools`)).status).toBe(404);
+        expect((await get(`${o()}/reverse-text/prompt`, { "x-session-id": "never-made" })).status).toBe(404);
+      });
+    });
+
   });
 }

@@ -88,6 +88,10 @@ describe("production mode (POST B/mcp with sessions)", () => {
     expect((await rpc("math-tools", "tools/call", { name: "calculator", session_id: 5 })).error?.code).toBe(-32602);
     const sid = (await rpc("math-tools", "openenv/session/create")).result.session_id;
     expect((await rpc("math-tools", "tools/call", { name: "submit", arguments: { answer: "x" }, session_id: sid })).error?.data?.code).toBe("VALIDATION_ERROR");
+    // A tool the episode does not have: OpenEnv's "Tool not found", and the episode untouched.
+    const unknown = await rpc("math-tools", "tools/call", { name: "nope", arguments: {}, session_id: sid });
+    expect(unknown.error).toMatchObject({ code: -32602, message: "Tool not found: nope", data: { error_type: "tool_not_found" } });
+    expect((await rpc("math-tools", "tools/call", { name: "nope", arguments: {}, session_id: "gone" })).error?.data?.code).toBe("UNKNOWN_EPISODE");
     // Without a session: the stateless tools, no submit.
     expect((await rpc("math-tools", "tools/list")).result.tools.map((t: any) => t.name)).toEqual(["calculator", "javascript"]);
     expect((await rpc("math-tools", "tools/call", { name: "calculator", arguments: { expression: "2+2" } })).result.content[0].text).toBe("4");
@@ -137,6 +141,28 @@ describe("over the WebSocket (MCPToolClient's step data)", () => {
     const st = await host.state(mathTools, s.currentEpisodeId!, undefined);
     expect(st.reward).toBe(done.data.reward);
     expect((st.metrics as any).num_tool_calls).toBe(1);
+  });
+
+  it("answers an unknown tool with OpenEnv's tool_not_found error, taking no turn; a failed tool with its error_type", async () => {
+    const { send, s, host } = open();
+    await send({ type: "reset", data: { seed: 5 } });
+    const unknown = await send({ type: "step", data: { type: "call_tool", tool_name: "nope", arguments: {} } });
+    expect(unknown.type).toBe("observation");
+    expect(unknown.data.observation).toMatchObject({ tool_name: "nope", result: null, error: { error_type: "tool_not_found" }, messages: [] });
+    expect(unknown.data.observation.error.message).toContain("calculator, javascript, submit");
+    expect(unknown.data).toMatchObject({ reward: null, done: false });
+    expect((await host.state(mathTools, s.currentEpisodeId!, undefined)).step_count).toBe(0);
+    // A tool that failed took its turn, and says how it failed.
+    const invalid = await send({ type: "step", data: { type: "call_tool", tool_name: "calculator", arguments: { nope: 1 } } });
+    expect(invalid.data.observation.error.error_type).toBe("invalid_args");
+    expect(invalid.data.observation.result.isError).toBe(true);
+    const failed = await send({ type: "step", data: { type: "call_tool", tool_name: "calculator", arguments: { expression: "1/" } } });
+    expect(failed.data.observation.error).toMatchObject({ error_type: "execution_error" });
+    expect(failed.data.observation.error.message).not.toMatch(/^Error:/);
+    const fine = await send({ type: "step", data: { type: "call_tool", tool_name: "calculator", arguments: { expression: "1+1" } } });
+    expect(fine.data.observation.error).toBeNull();
+    const st = await host.state(mathTools, s.currentEpisodeId!, undefined);
+    expect(st.step_count).toBe(3);
   });
 
   it("refuses malformed MCP step data with VALIDATION_ERROR", async () => {

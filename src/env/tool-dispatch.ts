@@ -12,6 +12,30 @@ import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from ".
 
 export const TOOL_ERROR_PREFIX = "Error:";
 
+/**
+ * OpenEnv's categories of a tool call that failed (`ToolErrorType` in openenv's mcp_types.py): what
+ * its `CallToolObservation.error.error_type` says, and what its `call_tool` raises on.
+ */
+export type ToolErrorType = "tool_not_found" | "invalid_args" | "timeout" | "execution_error";
+
+/** The answer to a call of a tool the environment does not have. */
+export function unknownToolMessage(name: string, available: readonly string[]): string {
+  return `${TOOL_ERROR_PREFIX} unknown tool ${JSON.stringify(name)}; available tools: ${available.join(", ")}`;
+}
+
+/**
+ * The category of a tool's answer, from the error texts this module writes; undefined when the
+ * answer is not an error. Anything a tool threw is an execution error.
+ */
+export function toolErrorType(content: string): ToolErrorType | undefined {
+  if (!content.startsWith(TOOL_ERROR_PREFIX)) return undefined;
+  const rest = content.slice(TOOL_ERROR_PREFIX.length + 1);
+  if (rest.startsWith("unknown tool ")) return "tool_not_found";
+  if (rest.startsWith("invalid arguments for ") || /^the arguments of \S+ are not valid JSON/.test(rest)) return "invalid_args";
+  if (/^\S+ timed out after \d+ ms$/.test(rest)) return "timeout";
+  return "execution_error";
+}
+
 export interface ToolOutcome {
   ok: boolean;
   /** The text the model reads. */
@@ -174,7 +198,7 @@ export async function runToolCalls(tools: readonly Tool[], calls: readonly ToolC
       const answer = (content: string): ToolMessage => ({ role: "tool", tool_call_id: call.id, content });
       const tool = byName.get(call.function.name);
       if (!tool) {
-        return answer(`${TOOL_ERROR_PREFIX} unknown tool ${JSON.stringify(call.function.name)}; available tools: ${[...byName.keys()].join(", ")}`);
+        return answer(unknownToolMessage(call.function.name, [...byName.keys()]));
       }
       let args: unknown;
       try {

@@ -27,6 +27,7 @@ import { jsonHeapBytes, NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
+import { MemoryOrsSessions, mountOrs, type OrsSessionStore } from "./ors.ts";
 import { logger, redactPath } from "./log.ts";
 
 export interface AppOptions {
@@ -67,6 +68,8 @@ export interface AppOptions {
   allowedOrigins?: readonly string[] | undefined;
   /** The server listens on a loopback address: Host names that are not loopback ones are refused (DNS rebinding; browser-guards.ts). */
   loopbackOnly?: boolean | undefined;
+  /** Where Open Reward Standard sessions are kept (ors.ts; default: in memory). */
+  orsSessions?: OrsSessionStore;
 }
 
 export type AppEnv = {
@@ -313,6 +316,9 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     c.set("attach", attach);
     return opts.webSocket(c, next);
   });
+
+  // The Open Reward Standard, at the root where its clients look (ors.ts): sessions are episodes.
+  mountOrs(app, { envs: opts.envs, host: opts.host, engine, sessions: opts.orsSessions ?? new MemoryOrsSessions(), clientOf, readBody: (c, schema) => readBody(c, schema) });
 
   // A known route asked with the wrong method is 405, not 404.
   app.all(`${b}/:route`, (c) => {

@@ -36,7 +36,8 @@ export function configuredTokens(setting: string | undefined): string[] {
 
 /** The token a request presents (header, path or query), if any. */
 export function tokenOf(c: Context): string | undefined {
-  return presentedToken(c.req.header("authorization"), c.req.param("token"), c.req.query("token"));
+  // X-API-Key: what the Open Reward Standard's clients send (ors.ts).
+  return presentedToken(c.req.header("authorization"), c.req.param("token"), c.req.query("token")) ?? c.req.header("x-api-key")?.trim();
 }
 
 function presentedToken(authorization: string | undefined, pathToken: string | undefined, queryToken: string | undefined) {

@@ -15,7 +15,7 @@ import type { Action } from "../env/messages.ts";
 import type { StepResult } from "../env/episode.ts";
 import { zodIssues } from "../env/episode.ts";
 import { ApiError, toApiError } from "../env/errors.ts";
-import { TOOL_ERROR_PREFIX } from "../env/tool-dispatch.ts";
+import { TOOL_ERROR_PREFIX, toolErrorType, unknownToolMessage, type ToolErrorType } from "../env/tool-dispatch.ts";
 import type { EpisodeHost } from "./episode-host.ts";
 import { RPC, rpcError, type JsonRpcId, type JsonRpcResponse } from "./mcp.ts";
 import { HttpResetRequestSchema } from "./protocol.ts";
@@ -110,7 +110,30 @@ export function specialStep(data: unknown): SpecialStep | undefined {
   return undefined;
 }
 
-/** Play one tool call (or a submit) on an episode: the step's result with OpenEnv's CallToolObservation fields added. */
+/** Whether an episode of `env` has a tool `name` (its own, or our `submit`). */
+export function hasEpisodeTool(env: Environment, name: string): boolean {
+  return env.tools.some((t) => t.name === name) || (name === SUBMIT_TOOL && offersSubmit(env));
+}
+
+/** The episode's tool names, as an unknown tool's error lists them. */
+function episodeToolNames(env: Environment): string[] {
+  return [...env.tools.map((t) => t.name), ...(offersSubmit(env) ? [SUBMIT_TOOL] : [])];
+}
+
+/** OpenEnv's `ToolError`: `{error_type, message}`. */
+export interface ToolError {
+  error_type: ToolErrorType;
+  message: string;
+}
+
+/**
+ * Play one tool call (or a submit) on an episode: the step's result with OpenEnv's
+ * CallToolObservation fields added. As OpenEnv's environments answer: a tool the episode does not
+ * have is `error: {error_type: "tool_not_found"}` and takes no turn (nothing reaches the episode);
+ * a tool that failed takes its turn (the model's call, counted in `num_tool_errors`) and is
+ * `error: {error_type: "execution_error" | "invalid_args" | "timeout", message}` beside the
+ * `result` (`isError`). OpenEnv's `call_tool` raises on either.
+ */
 export async function stepToolCall(
   env: Environment,
   host: EpisodeHost,
@@ -120,10 +143,20 @@ export async function stepToolCall(
   client: string | undefined,
   signal?: AbortSignal,
 ): Promise<StepResult> {
+  if (!hasEpisodeTool(env, name)) {
+    const state = await host.state(env, episodeId, client); // an unknown or foreign episode is that error first
+    const error: ToolError = { error_type: "tool_not_found", message: unknownToolMessage(name, episodeToolNames(env)).slice(TOOL_ERROR_PREFIX.length + 1) };
+    const observation = { messages: [], turn: state.step_count, truncated: false, tool_name: name, result: null, error };
+    return { observation: observation as unknown as StepResult["observation"], reward: null, done: state.done === true, episode_id: episodeId };
+  }
   const action = toolCallAction(env, name, args);
   const step = await host.step(env, episodeId, action, client, signal);
-  const result = mcpResultOfStep(name, step, action.tool_calls === undefined);
-  return { ...step, observation: { ...step.observation, tool_name: name, result, error: null } as StepResult["observation"] };
+  const submitted = action.tool_calls === undefined;
+  const result = mcpResultOfStep(name, step, submitted);
+  const text = submitted ? "" : String(result.data);
+  const type = toolErrorType(text);
+  const error: ToolError | null = type ? { error_type: type, message: text.slice(TOOL_ERROR_PREFIX.length + 1) } : null;
+  return { ...step, observation: { ...step.observation, tool_name: name, result, error } as StepResult["observation"] };
 }
 
 const SessionParams = z.object({ session_id: z.string().min(1).max(255) }).loose();
@@ -187,6 +220,11 @@ export async function handleEpisodeMcp(env: Environment, host: EpisodeHost, body
       case "tools/call": {
         const p = CallParams.safeParse(params);
         if (!p.success) return rpcError(id, RPC.INVALID_PARAMS, "tools/call needs params {name, arguments, session_id}", zodIssues(p.error));
+        // OpenEnv's answer to a tool it does not have: invalid params, nothing played.
+        if (!hasEpisodeTool(env, p.data.name)) {
+          await host.state(env, p.data.session_id, client);
+          return rpcError(id, RPC.INVALID_PARAMS, `Tool not found: ${p.data.name}`, { code: "TOOL_NOT_FOUND", error_type: "tool_not_found", tools: episodeToolNames(env) });
+        }
         const step = await stepToolCall(env, host, p.data.session_id, p.data.name, p.data.arguments ?? {}, client, signal);
         const observation = step.observation as unknown as { result: Record<string, unknown> };
         return { jsonrpc: "2.0", id, result: { ...observation.result, _meta: { episode_id: step.episode_id, done: step.done, reward: step.reward } } };

@@ -3,6 +3,7 @@ import type { StepResult } from "../env/episode.ts";
 import type { HostResetOptions } from "../server/episode-host.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import type { Envelope } from "./rpc.ts";
+import type { OrsSession } from "../server/ors.ts";
 
 /** The Episode object's RPC surface, as the Worker calls it. */
 export interface EpisodeRpc {
@@ -11,6 +12,8 @@ export interface EpisodeRpc {
   state(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<JsonObject>>;
   close(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>>;
   exists(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>>;
+  /** An Open Reward Standard session's record (src/server/ors.ts), kept with its episode: get, or put (`null`: delete). */
+  orsSession(sid: string, put?: OrsSession | null): Promise<OrsSession | undefined>;
   fetch(request: Request): Promise<Response>;
 }
 

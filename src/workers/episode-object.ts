@@ -18,6 +18,7 @@ import { WsSession, wsReplyText } from "../server/ws-session.ts";
 import { stringVars, type WorkerBindings } from "./bindings.ts";
 import { capture, type Envelope } from "./rpc.ts";
 import { StorageEpisodeStore } from "./storage-store.ts";
+import type { OrsSession } from "../server/ors.ts";
 import { workerServices } from "./services.ts";
 
 
@@ -97,6 +98,15 @@ export abstract class EpisodeObject extends DurableObject<WorkerBindings> {
 
   exists(envName: string, episodeId: string, client: string | undefined): Promise<Envelope<boolean>> {
     return capture(() => this.host.exists(this.envNamed(envName), episodeId, client));
+  }
+
+  /** The ORS session `sid`'s record (this object holds its episode too): read it, or write (`null`: delete). */
+  async orsSession(sid: string, put?: OrsSession | null): Promise<OrsSession | undefined> {
+    const key = `ors:${sid}`;
+    if (put === null) await this.ctx.storage.delete(key);
+    else if (put !== undefined) await this.ctx.storage.put(key, put);
+    else return this.ctx.storage.get<OrsSession>(key);
+    return undefined;
   }
 
   override async alarm(): Promise<void> {

@@ -62,6 +62,12 @@ export function createWorker(environments: readonly Environment[], options: Crea
       envs: environments,
       unavailable: options.unavailable,
       host: new DurableObjectEpisodeHost(() => bindings!),
+      // ORS sessions live with their episodes: in the Durable Object the session id names.
+      orsSessions: {
+        get: (client, sid) => episodeObject(bindings!, objectNameFor(client, sid)).orsSession(sid).then((s) => (s && Date.now() - s.at <= config.idleTimeoutMs ? s : undefined)),
+        put: async (client, sid, session) => void (await episodeObject(bindings!, objectNameFor(client, sid)).orsSession(sid, session)),
+        delete: async (client, sid) => void (await episodeObject(bindings!, objectNameFor(client, sid)).orsSession(sid, null)),
+      },
       maxBodyBytes: config.maxBodyBytes,
       services: workerServices(config),
       // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):

@@ -38,6 +38,15 @@ CLASSIFIERS = [
     "Operating System :: OS Independent",
     "Typing :: Typed",
 ]
+# The trainer integrations' packages, with the versions they are tested with (pip install
+# 'envworker[verifiers]'): the client itself needs none of them.
+OPTIONAL_DEPENDENCIES = {
+    "trl": ["trl>=1.13,<2"],
+    "verifiers": ["verifiers>=0.3.1,<0.5"],
+    "verifiers-legacy": ["verifiers>=0.3.1,<0.4", "datasets"],
+    "skyrl": ["skyrl-gym>=0.4,<0.5"],
+    "art": ["openpipe-art>=0.5.18,<0.6"],
+}
 TAG = "py3-none-any"
 # Fixed timestamps make the archives reproducible (zip cannot store dates before 1980).
 _EPOCH = max(int(os.environ.get("SOURCE_DATE_EPOCH", "315532800")), 315532800)
@@ -65,6 +74,9 @@ def metadata_text() -> str:
         f"Requires-Python: {REQUIRES_PYTHON}",
         *(f"Classifier: {c}" for c in CLASSIFIERS),
     ]
+    for extra, requirements in OPTIONAL_DEPENDENCIES.items():
+        lines.append(f"Provides-Extra: {extra}")
+        lines.extend(f'Requires-Dist: {r}; extra == "{extra}"' for r in requirements)
     readme = ROOT / "README.md"
     if readme.exists():
         lines.append("Description-Content-Type: text/markdown")

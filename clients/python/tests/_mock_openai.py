@@ -88,13 +88,33 @@ class MockOpenAI:
                 if reply.get("tool_calls"):
                     message["tool_calls"] = reply["tool_calls"]
                 n = max(1, len(json.dumps(reply)) // 4)
+                head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": body.get("model") or outer.model}
+                finish = "tool_calls" if reply.get("tool_calls") else "stop"
+                usage = {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n}
+                if body.get("stream"):
+                    # Server-sent chunks as OpenAI streams them (verifiers 0.4's interception asks for
+                    # a stream): the message in one delta, the finish reason, usage, then [DONE].
+                    delta: Dict[str, Any] = {"role": "assistant", "content": message["content"]}
+                    if reply.get("tool_calls"):
+                        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(reply["tool_calls"])]
+                    chunks = [
+                        {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None, "logprobs": None}]},
+                        {**head, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish, "logprobs": None}]},
+                    ]
+                    if (body.get("stream_options") or {}).get("include_usage"):
+                        chunks.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+                    data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 self._send(200, {
-                    "id": f"chatcmpl-{uuid.uuid4().hex}",
+                    **head,
                     "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model") or outer.model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.get("tool_calls") else "stop", "logprobs": None}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "usage": usage,
                 })
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

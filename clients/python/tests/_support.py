@@ -312,3 +312,41 @@ def free_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+# -- trainer packages: skipped where absent, failed where this venv must have them ----------------
+
+#: A trainers venv (scripts/trainers-venv.sh) lists the distributions it pins directly here.
+TRAINERS_MARKER = "envworker-trainers.txt"
+
+
+def required_trainers() -> "set[str]":
+    """Distributions this interpreter must have: those its trainers venv pins directly (the
+    marker file in ``sys.prefix``), and ``ENVWORKER_REQUIRE_TRAINERS`` (names, comma-separated)."""
+    names = {n.strip().lower() for n in os.environ.get("ENVWORKER_REQUIRE_TRAINERS", "").split(",") if n.strip()}
+    marker = Path(sys.prefix) / TRAINERS_MARKER
+    if marker.exists():
+        names |= {line.strip().lower() for line in marker.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return names
+
+
+def trainer_missing(distribution: str, *modules: str, why: str = "") -> str:
+    """"" when ``modules`` import (default: the distribution's name as a module); else why not,
+    to skip with. Where this venv is required to hold ``distribution`` (:func:`required_trainers`),
+    a missing one is an error instead: the suite fails rather than skip what CI must test."""
+    import importlib.util
+
+    missing = []
+    for module in modules or (distribution.replace("-", "_"),):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            missing.append(module)
+    if not missing:
+        return ""
+    reason = f"{distribution} is not installed (no {', '.join(missing)}){': ' + why if why else ''}"
+    if distribution.lower() in required_trainers():
+        raise RuntimeError(f"{reason}; this Python ({sys.prefix}) must have it: its trainers venv pins {distribution} (envworker-trainers.txt), or ENVWORKER_REQUIRE_TRAINERS names it")
+    return reason

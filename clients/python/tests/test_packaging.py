@@ -43,6 +43,7 @@ class PackagingTests(unittest.TestCase):
         self.assertEqual(project["license"]["text"], backend.LICENSE)
         self.assertEqual(project["classifiers"], backend.CLASSIFIERS)
         self.assertEqual(project["dependencies"], [])
+        self.assertEqual(project["optional-dependencies"], backend.OPTIONAL_DEPENDENCIES)
 
     def test_wheel(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -58,6 +59,8 @@ class PackagingTests(unittest.TestCase):
                 meta = zf.read(f"{dist}/METADATA").decode()
                 self.assertIn("Name: envworker\n", meta)
                 self.assertIn("Requires-Python: >=3.10\n", meta)
+                self.assertIn("Provides-Extra: verifiers\n", meta)
+                self.assertIn('Requires-Dist: verifiers>=0.3.1,<0.5; extra == "verifiers"\n', meta)
                 self.assertIn("Tag: py3-none-any", zf.read(f"{dist}/WHEEL").decode())
                 record = zf.read(f"{dist}/RECORD").decode().splitlines()
                 self.assertEqual(len(record), len(names))

@@ -21,13 +21,30 @@ from _support import EnvworkerServer  # noqa: E402
 
 from envworker import EnvClient  # noqa: E402
 
-MISSING = "" if importlib.util.find_spec("openenv") else "openenv-core"
+from _support import trainer_missing  # noqa: E402
+
+MISSING = trainer_missing("openenv-core", "openenv")
+
+
+def _rpc_over_ws() -> bool:
+    """Whether this OpenEnv's MCPToolClient makes its WebSocket calls as JSON-RPC on a session
+    (openenv 0.10) rather than as call_tool steps (openenv-core 0.3)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("openenv-core")
+        return False
+    except PackageNotFoundError:
+        return True
+
+
+RPC_OVER_WS = None if MISSING else _rpc_over_ws()
 
 
 def setUpModule() -> None:
     global SERVER, URL
     if MISSING:
-        print(f"\ntest_trainers_openenv: skipped: {MISSING} not installed (npm run test:trainers installs it)", file=sys.stderr)
+        print(f"\ntest_trainers_openenv: skipped: {MISSING} (npm run test:trainers installs it)", file=sys.stderr)
         return
     SERVER = EnvworkerServer("math-tools", "reverse-text")
     URL = SERVER.start()
@@ -118,6 +135,54 @@ class MCPToolClientTests(unittest.TestCase):
 
         with self.assertRaises(EnvworkerError):
             server_state(session)
+
+
+@unittest.skipIf(MISSING, f"needs {MISSING}")
+class ToolErrorTests(unittest.TestCase):
+    """OpenEnv's tool errors: an unknown tool is `tool_not_found` (no turn used), a tool that failed
+    its `error_type`; `call_tool` raises on both, as on OpenEnv's own environments."""
+
+    def test_websocket(self) -> None:
+        from openenv.core.mcp_client import MCPToolClient
+
+        # openenv-core 0.3's WebSocket client steps with call_tool and reads the observation's
+        # error; openenv 0.10's makes its calls as JSON-RPC on a session, where a failed tool is
+        # MCP's isError result (what it returns) and an unknown one the production-mode error.
+        steps = RPC_OVER_WS is False
+
+        async def play() -> Any:
+            async with MCPToolClient(base_url=f"{URL}/envs/math-tools") as env:
+                await env.reset(seed=1)
+                with self.assertRaisesRegex(RuntimeError, r"Tool 'nope' failed: (.*\(type: tool_not_found\)|Tool not found: nope)"):
+                    await env.call_tool("nope", x=1)
+                if steps:
+                    with self.assertRaisesRegex(RuntimeError, r"\(type: execution_error\)"):
+                        await env.call_tool("calculator", expression="1/")
+                    with self.assertRaisesRegex(RuntimeError, r"\(type: invalid_args\)"):
+                        await env.call_tool("calculator", nope="1")
+                    return await env.state()
+                self.assertTrue(str(await env.call_tool("calculator", expression="1/")).startswith("Error:"))
+                return None
+
+        state = asyncio.run(play())
+        if steps:
+            self.assertEqual(state.step_count, 2)  # the unknown tool took no turn
+
+    def test_production_mode(self) -> None:
+        from openenv.core.mcp_client import MCPToolClient
+
+        async def play() -> Any:
+            env = MCPToolClient(base_url=f"{URL}/envs/math-tools")
+            env.use_production_mode = True
+            try:
+                await env.list_tools()
+                with self.assertRaisesRegex(RuntimeError, "Tool 'nope' failed: Tool not found: nope"):
+                    await env.call_tool("nope")
+                return server_state(env._production_session_id)
+            finally:
+                await env.close()
+
+        self.assertEqual(asyncio.run(play()).step_count, 0)
 
 
 @unittest.skipIf(MISSING, f"needs {MISSING}")

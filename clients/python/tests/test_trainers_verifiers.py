@@ -15,6 +15,7 @@ the rollouts opened must all be closed. Skipped, with the reason printed, withou
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -33,16 +34,24 @@ from _support import SRC, EnvworkerServer  # noqa: E402
 import envworker  # noqa: E402
 from envworker import EnvClient, EnvworkerError  # noqa: E402
 
-MISSING = "" if importlib.util.find_spec("verifiers") and importlib.util.find_spec("verifiers.legacy") else "verifiers (>= 0.3.1, with verifiers.legacy)"
+from _support import trainer_missing  # noqa: E402
+from envworker._verifiers import has_legacy, has_v1, verifiers_version  # noqa: E402
+
+# verifiers itself: skipped without it, except in a trainers venv that pins it (there: an error).
+VERIFIERS_MISSING = trainer_missing("verifiers", why="npm run test:trainers installs it")
+VERSION = verifiers_version()
+# The legacy API (load_environment, vf-eval -a) is 0.3.x's; 0.4.0 removed it (LegacyGoneTests).
+MISSING = VERIFIERS_MISSING or ("" if has_legacy() else f"verifiers {VERSION} has no legacy API (0.4.0 removed it; LegacyGoneTests checks the error that says so)")
 ENVS = ("reverse-text", "wordle", "math-tools")
 API_KEY_VAR = "ENVWORKER_TEST_MOCK_KEY"
 
 
 def setUpModule() -> None:
     global SERVER, URL, API
-    if MISSING:
-        print(f"\ntest_trainers_verifiers: skipped: {MISSING} not installed (npm run test:trainers installs it)", file=sys.stderr)
+    if VERIFIERS_MISSING:
+        print(f"\ntest_trainers_verifiers: skipped: {VERIFIERS_MISSING}", file=sys.stderr)
         return
+    print(f"\ntest_trainers_verifiers: verifiers {VERSION} (legacy API: {'yes' if has_legacy() else 'no'}, v1: {'yes' if has_v1() else 'no'})", file=sys.stderr)
     os.environ[API_KEY_VAR] = "mock"
     SERVER = EnvworkerServer(*ENVS)
     URL = SERVER.start()
@@ -50,7 +59,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
-    if not MISSING:
+    if not VERIFIERS_MISSING:
         API.__exit__(None, None, None)
         SERVER.stop()
 
@@ -195,7 +204,22 @@ class VfEvalTests(unittest.TestCase):
             self.assertAlmostEqual(row["reward"], expected, places=9)
 
 
-RLLM = importlib.util.find_spec("rllm") is not None
+# rLLM is not on PyPI (PyPI's "rllm" names no distribution): its checkout, from ENVWORKER_RLLM_SRC
+# (a clone of rllm-org/rllm: the workflow is its examples/verifiers_env/workflow.py), else an
+# installed rllm with that example on the path.
+if os.environ.get("ENVWORKER_RLLM_SRC"):
+    sys.path.insert(0, os.environ["ENVWORKER_RLLM_SRC"])
+
+
+def _rllm_missing() -> str:
+    try:
+        found = importlib.util.find_spec("rllm") is not None and importlib.util.find_spec("examples.verifiers_env.workflow") is not None
+    except ModuleNotFoundError:
+        found = False
+    return "" if found else "rllm cannot be installed from PyPI (no rllm distribution there): set ENVWORKER_RLLM_SRC to a checkout of rllm-org/rllm to run rLLM's own VerifiersWorkflow"
+
+
+RLLM_MISSING = _rllm_missing()
 
 
 @unittest.skipIf(MISSING, f"needs {MISSING}")
@@ -228,22 +252,80 @@ class RllmTests(unittest.TestCase):
         assert_closed(self, "math-tools", ids)
 
     def test_verifiers_workflow(self) -> None:
-        if not RLLM:
-            print("\ntest_trainers_verifiers: rLLM's own VerifiersWorkflow skipped: rllm is not installed (PyPI has no rllm distribution)", file=sys.stderr)
-            self.skipTest("rllm is not installed (PyPI has no rllm distribution)")
+        """rLLM's own VerifiersWorkflow with a scripted rollout engine (no model): it passes its own
+        OpenAI-style client, a string task and score_sem, which envworker's environment takes; the
+        episode's reward is the server's."""
+        if RLLM_MISSING:
+            print(f"\ntest_trainers_verifiers: rLLM's own VerifiersWorkflow skipped: {RLLM_MISSING}", file=sys.stderr)
+            self.skipTest(RLLM_MISSING)
         import asyncio
+        from concurrent.futures import ThreadPoolExecutor
 
         import verifiers as vf
         from examples.verifiers_env.workflow import VerifiersWorkflow  # type: ignore[import-not-found]
+        from rllm.engine.rollout.rollout_engine import ModelOutput, RolloutEngine  # type: ignore[import-not-found]
 
-        env = vf.load_environment("envworker", base_url=URL, env="reverse-text", num_examples=2)
-        row = dict(env.get_dataset()[0])
-        workflow = VerifiersWorkflow(rollout_engine=None, vf_env=env)  # type: ignore[arg-type]
-        episode = asyncio.run(workflow.run(task={"prompt": row["prompt"], "example_id": row["example_id"], "info": row["info"]}, uid="t0:0"))
-        self.assertIsNotNone(episode)
+        from _mock_openai import solving_policy
+
+        turns: List[Dict[str, Any]] = []
+
+        class ScriptedEngine(RolloutEngine):
+            model = "mock-model"
+
+            async def get_model_response(self, messages: List[Dict[str, Any]], application_id: str = "", tools: Any = None, **kwargs: Any) -> Any:
+                reply = solving_policy([dict(m) for m in messages], tools or None)
+                turns.append({"role": "assistant", "content": reply.get("content"), **({"tool_calls": reply["tool_calls"]} if reply.get("tool_calls") else {})})
+                calls = [{"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]} for c in reply.get("tool_calls") or []]
+                return ModelOutput(text=reply.get("content") or "", content=reply.get("content"), tool_calls=calls or None, finish_reason="tool_calls" if calls else "stop")
+
+        for name, args in (("reverse-text", None), ("math-tools", {"difficulty": "easy"})):
+            with self.subTest(env=name):
+                env = vf.load_environment("envworker", base_url=URL, env=name, num_examples=3, **({"args": args} if args else {}))
+                with ThreadPoolExecutor(2) as executor:
+                    workflow = VerifiersWorkflow(rollout_engine=ScriptedEngine(), executor=executor, vf_env=env)
+                    for k in range(3):
+                        row = dict(env.get_dataset()[k])
+                        turns.clear()
+                        with OpenedEpisodes() as ids:
+                            episode = asyncio.run(workflow.run(task={"prompt": row["prompt"], "example_id": row["example_id"], "answer": row["answer"], "info": row["info"]}, uid=f"t{k}:0"))
+                        expected, done = server_reward(name, row["info"]["example"], list(turns))
+                        self.assertTrue(done)
+                        self.assertAlmostEqual(episode.trajectories[0].reward, expected, places=12)
+                        self.assertEqual(episode.id, f"t{k}:0")
+                        self.assertIn("envworker_reward", episode.metrics)
+                        assert_closed(self, name, ids)
 
 
-V1_MISSING = "" if not MISSING and importlib.util.find_spec("verifiers.v1") else "verifiers.v1"
+V1_MISSING = VERIFIERS_MISSING or ("" if has_v1() else f"verifiers {VERSION} has no verifiers.v1")
+
+
+def v1_eval_script() -> Path:
+    """verifiers v1's eval command in this venv: ``vf-eval`` from 0.4.0 on, ``eval`` in 0.3.x (the
+    console script whose entry point is ``verifiers.v1.cli.eval.main:main``)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="console_scripts"):
+        if ep.value.replace(" ", "") == "verifiers.v1.cli.eval.main:main":
+            return Path(sys.executable).parent / ep.name
+    raise AssertionError(f"verifiers {VERSION} has no console script for verifiers.v1.cli.eval.main")
+
+
+@unittest.skipIf(VERIFIERS_MISSING or has_legacy(), "verifiers with its legacy API (0.3.x), or none")
+class LegacyGoneTests(unittest.TestCase):
+    """verifiers >= 0.4 has no legacy API: the legacy entry says so and names the v1 command."""
+
+    def test_load_environment_names_the_v1_command(self) -> None:
+        from envworker._verifiers import VerifiersVersionError
+
+        with self.assertRaises(VerifiersVersionError) as caught:
+            envworker.load_environment(URL, "reverse-text")
+        message = str(caught.exception)
+        self.assertIn(f"verifiers {VERSION} has no legacy API", message)
+        self.assertIn("vf-eval envworker --env.taskset.base-url", message)
+        self.assertIn("<0.4", message)
+        with self.assertRaises(ImportError):
+            importlib.import_module("envworker.verifiers_legacy")
+        self.assertEqual(v1_eval_script().name, "vf-eval")
 
 
 def replay_v1(env: str, example: str, nodes: List[Dict[str, Any]]) -> "tuple[float, bool]":
@@ -284,16 +366,21 @@ class V1Tests(unittest.TestCase):
         self.assertEqual(tasks[0].data.system_prompt, page.examples[0].prompt[0]["content"])
 
     def test_eval_with_tools(self) -> None:
-        """`eval envworker` (the v1 CLI, as prime-rl's sources configure it) on math-tools: the
-        tools reach the agent through the episode's MCP server and the trace's reward is the
-        server's."""
-        eval_cli = Path(sys.executable).parent / "eval"
+        """The v1 command as docs/trainers.md writes it, run by a shell (`vf-eval envworker ...` on
+        0.4; on 0.3.x the script is `eval`, a shell builtin, so `env eval envworker ...`), on
+        math-tools, as prime-rl's sources configure it: the tools reach the agent through the
+        episode's MCP server and the trace's reward is the server's."""
+        import shlex
+
+        eval_cli = v1_eval_script()
         self.assertTrue(eval_cli.exists(), f"{eval_cli} missing")
+        command = "vf-eval" if eval_cli.name == "vf-eval" else f"env {eval_cli.name}"
         with tempfile.TemporaryDirectory() as out:
-            env = dict(os.environ, PYTHONPATH=str(SRC))
-            cmd = [str(eval_cli), "envworker", "--env.taskset.base-url", URL, "--env.taskset.env", "math-tools", "--env.taskset.args", json.dumps({"difficulty": "easy"}),
-                   "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-                   "-m", "mock-model", "--client.base-url", API.url, "--client.api-key-var", API_KEY_VAR, "-n", "4", "-r", "1", "--no-push", "-o", out]
+            env = dict(os.environ, PYTHONPATH=str(SRC), PATH=f"{eval_cli.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+            args = ["envworker", "--env.taskset.base-url", URL, "--env.taskset.env", "math-tools", "--env.taskset.args", json.dumps({"difficulty": "easy"}),
+                    "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+                    "-m", "mock-model", "--client.base-url", API.url, "--client.api-key-var", API_KEY_VAR, "-n", "4", "-r", "1", "--no-push", "-o", out]
+            cmd = ["bash", "-c", f"{command} {shlex.join(args)}"]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
             logs = "".join(p.read_text() for p in Path(out).rglob("eval.log"))
             self.assertEqual(done.returncode, 0, done.stderr[-3000:] + logs[-3000:])

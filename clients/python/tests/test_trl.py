@@ -382,6 +382,11 @@ class EnvironmentFactoryTests(unittest.TestCase):
 
 def _missing_training_stack() -> str:
     missing = [m for m in ("trl", "transformers", "torch", "datasets", "tokenizers") if importlib.util.find_spec(m) is None]
+    if missing:
+        from _support import trainer_missing  # a trainers venv that pins trl and torch must have them
+
+        trainer_missing("trl", *missing)
+        trainer_missing("torch", *missing)
     return ", ".join(missing)
 
 

@@ -3,10 +3,12 @@
 No third-party dependencies. See docs/python-client.md in the envworker repository.
 ``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
 
-This module is also what verifiers loads for the environment id ``envworker``: legacy
-``vf.load_environment("envworker", base_url=..., env=...)`` calls :func:`load_environment`, and
-verifiers v1 / prime-rl find the taskset and env classes (``EnvworkerTaskset``, ``EnvworkerEnv``)
-in ``__all__`` when verifiers is installed. Both import verifiers only when used.
+This module is also what verifiers loads for the environment id ``envworker``: verifiers v1
+(``vf-eval envworker --env.taskset.base-url ...`` in verifiers 0.4, prime-rl) finds the taskset and
+env classes (``EnvworkerTaskset``, ``EnvworkerEnv``) in ``__all__`` when verifiers is installed,
+and verifiers 0.3.x's legacy ``vf.load_environment("envworker", base_url=..., env=...)`` calls
+:func:`load_environment` (0.4 removed that API: it raises, naming the v1 command). Both import
+verifiers only when used. ``envworker.skyrl`` and ``envworker.art`` serve SkyRL and ART.
 """
 
 import importlib.util as _importlib_util
@@ -22,7 +24,12 @@ __version__ = "0.1.0"
 
 def load_environment(base_url: str, env: str, split: "str | None" = None, args: "dict | None" = None, token: "str | None" = None, **kwargs: _Any) -> _Any:
     """verifiers' entry for the id ``envworker``: the envworker environment ``env`` at ``base_url``
-    as a verifiers ``MultiTurnEnv`` (see :mod:`envworker.verifiers_legacy`; needs verifiers)."""
+    as a verifiers ``MultiTurnEnv`` (see :mod:`envworker.verifiers_legacy`; needs verifiers 0.3.x,
+    whose legacy API 0.4.0 removed: there, the v1 taskset ``envworker`` is the entry, and this
+    raises ``VerifiersVersionError`` naming its command)."""
+    from ._verifiers import require_legacy
+
+    require_legacy()
     from .verifiers_legacy import load_environment as _load
 
     return _load(base_url, env, split=split, args=args, token=token, **kwargs)

@@ -24,7 +24,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-import verifiers as vf  # the legacy surface (verifiers.legacy), as `import verifiers as vf` gives it
+from ._verifiers import require_legacy
+
+require_legacy()
+import verifiers as vf  # noqa: E402  the legacy surface (verifiers.legacy), as `import verifiers as vf` gives it
 
 from ._content import content_text
 from ._rows import example_rows, tool_defs
@@ -130,6 +133,18 @@ class EnvworkerMultiTurnEnv(vf.MultiTurnEnv):
             max_turns=kwargs.pop("max_turns", -1),
             **kwargs,
         )
+        # verifiers wraps the rubric (a RubricGroup with its own metrics): the one rollouts are scored by.
+        self.rubric.score_rollout = _taking_score_sem(self.rubric.score_rollout)  # type: ignore[method-assign]
+
+    # -- what rLLM's VerifiersWorkflow passes -------------------------------------------------------
+
+    async def rollout(self, input: Any, client: Any, model: str, sampling_args: Optional[Dict[str, Any]] = None) -> vf.State:
+        """verifiers' rollout, taking what rLLM's ``VerifiersWorkflow`` (rllm-org/rllm,
+        examples/verifiers_env/workflow.py) passes as well: an OpenAI-style client of its own (its
+        ``RolloutEngineAsyncClient``: anything with ``chat.completions.create``), which verifiers
+        0.3 refuses (``Unsupported client type``), and ``task: "default"``, a plain string verifiers
+        0.3 no longer takes (``Serialized task payloads must be JSON objects``)."""
+        return await super().rollout(_rollout_input(input), _vf_client(client), model, sampling_args)
 
     # -- the episode -----------------------------------------------------------------------------
 
@@ -217,6 +232,61 @@ class EnvworkerMultiTurnEnv(vf.MultiTurnEnv):
             metric.__name__ = f"envworker_{name}" if name in _VERIFIERS_METRICS or name == REWARD_NAME else name
             funcs.append(metric)
         return vf.Rubric(funcs=funcs, weights=[1.0] + [0.0] * (len(funcs) - 1))
+
+
+def _taking_score_sem(score_rollout: Any) -> Any:
+    """``score_rollout`` also taking the ``score_sem`` that rLLM's ``VerifiersWorkflow`` passes
+    (older verifiers took one; 0.3 does not): the rollouts are scored from the episode, so there
+    is nothing to bound."""
+
+    async def score(state: vf.State, score_sem: Any = None, **kwargs: Any) -> Any:
+        out = await score_rollout(state, **kwargs)
+        # Each turn's reward, where verifiers left none, is the episode's (an outcome reward): what
+        # rLLM's workflow reads per step, as a number.
+        for step in state.get("trajectory") or []:
+            if isinstance(step, dict) and step.get("reward") is None:
+                step["reward"] = state.get("reward")
+        return out
+
+    return score
+
+
+def _rollout_input(input: Any) -> Any:
+    """A rollout input without a plain-string ``task`` (a name such as rLLM's ``"default"``)."""
+    if isinstance(input, Mapping) and isinstance(input.get("task"), str):
+        import json
+
+        try:
+            if isinstance(json.loads(input["task"]), Mapping):
+                return input
+        except ValueError:
+            pass
+        return {k: v for k, v in input.items() if k != "task"}
+    return input
+
+
+class ChatCompletionsCreateClient(vf.OpenAIChatCompletionsClient):
+    """verifiers' chat-completions client over any object with ``chat.completions.create`` (an
+    ``AsyncOpenAI``, or rLLM's ``RolloutEngineAsyncClient``, which has nothing else: verifiers'
+    own client posts raw HTTP through ``client.post``)."""
+
+    async def get_native_response(self, prompt: Any, model: str, sampling_args: Any, tools: Any = None, **kwargs: Any) -> Any:
+        args = {k: v for k, v in dict(sampling_args or {}).items() if v is not None}
+        if "max_tokens" in args:
+            args["max_completion_tokens"] = args.pop("max_tokens")
+        args.update(args.pop("extra_body", None) or {})
+        if tools:
+            args["tools"] = tools
+        return await self.client.chat.completions.create(model=model, messages=prompt, **args)
+
+
+def _vf_client(client: Any) -> Any:
+    """verifiers' own client or config as it is; an OpenAI-style client (``chat.completions.create``) in :class:`ChatCompletionsCreateClient`."""
+    if isinstance(client, (vf.Client, vf.ClientConfig)):
+        return client
+    if callable(getattr(getattr(getattr(client, "chat", None), "completions", None), "create", None)):
+        return ChatCompletionsCreateClient(client)
+    return client
 
 
 def load_environment(

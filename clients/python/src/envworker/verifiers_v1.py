@@ -1,6 +1,7 @@
-"""envworker environments as a verifiers v1 taskset and env: what ``eval envworker`` and prime-rl's
-orchestrator load for the taskset id ``envworker`` (``[[orchestrator.train.source]]
-env.taskset.id = "envworker"``).
+"""envworker environments as a verifiers v1 taskset and env: what ``vf-eval envworker`` (verifiers
+0.4; the script is ``eval`` in 0.3.x) and prime-rl's orchestrator load for the taskset id
+``envworker`` (``[[orchestrator.train.source]] env.taskset.id = "envworker"``). Tested with
+verifiers 0.3.1 and 0.4.0.
 
 verifiers v1 imports the module named by the id and takes the ``Taskset`` and ``Env`` subclasses
 listed in its ``__all__`` (``verifiers/v1/utils/loaders.py``): :mod:`envworker` lists
