@@ -397,6 +397,25 @@ describe("judge settings through the real environment variables (envworker serve
     }
   });
 
+  setting(["ENVWORKER_ALLOWED_ORIGINS"], "a listed origin's pages may call the server (CORS headers, preflight answered); any other origin is refused 403", async () => {
+    const own = await startLiveServer({ ENVWORKER_ALLOWED_ORIGINS: "https://app.example,http://localhost:5173" }, ["reverse-text"]);
+    try {
+      const from = (origin: string, method = "POST", headers: Record<string, string> = {}) =>
+        fetch(`${own.url}/envs/reverse-text/reset`, { method, headers: { "content-type": "application/json", origin, ...headers }, ...(method === "POST" ? { body: "{}" } : {}) });
+      const listed = await from("https://app.example");
+      expect(listed.status).toBe(200);
+      expect(listed.headers.get("access-control-allow-origin")).toBe("https://app.example");
+      const preflight = await from("http://localhost:5173", "OPTIONS", { "access-control-request-method": "POST", "access-control-request-headers": "content-type" });
+      expect(preflight.status).toBeLessThan(300);
+      expect(preflight.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
+      const other = await from("https://evil.example");
+      expect(other.status).toBe(403);
+      expect(((await other.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");
+    } finally {
+      await own.stop();
+    }
+  });
+
   setting(["ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN"], "a client's judge calls a minute: a /score needing more is 429 JUDGE_BUDGET; another client has its own", async () => {
     const server = await startLiveServer(judgeEnv(mock, { ENVWORKER_JUDGE_CLIENT_CALLS_PER_MIN: "2", ENVWORKER_JUDGE_CACHE_ENTRIES: "0" }), ["open-qa"]);
     try {
