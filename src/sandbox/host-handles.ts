@@ -200,7 +200,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     for (const message of pending.splice(0)) child.stdin?.write(encodeFrame(message));
     return confined;
   });
-  started.catch((err: Error) => end({ why: `could not start: ${err.message}`, outOfMemory: false }));
+  started.catch((err: Error) => end({ why: err.message, outOfMemory: false }));
   return {
     post: (message) => {
       if (!child) pending.push(message);
