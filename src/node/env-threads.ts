@@ -258,6 +258,8 @@ export class EnvThreadPool implements EnvEngine {
   private ticker: ReturnType<typeof setInterval> | undefined;
   /** Threads terminated because a call overran its deadline (for tests and metrics). */
   killed = 0;
+  /** Threads gone for any reason (those killed included: a heap exhausted, a crash; for tests and metrics). */
+  died = 0;
   /** Resets handed out from the stock made ahead (for tests and metrics). */
   stockedResets = 0;
 
@@ -566,6 +568,7 @@ export class EnvThreadPool implements EnvEngine {
 
   private onDeath(thread: EnvThread, why: string): void {
     if (!this.threads.delete(thread)) return;
+    this.died++;
     for (const call of [...thread.calls]) {
       this.detach(call);
       if (call.settled) continue; // nobody waits for it any more
