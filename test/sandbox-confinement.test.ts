@@ -11,10 +11,11 @@
  * - Distrust: replies that are too large, malformed, for another run or over the output cap end
  *   their host, never the server.
  */
-import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../src/sandbox/confine.ts";
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
@@ -26,12 +27,17 @@ import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
 
 const REPO_FILE = resolve(import.meta.dirname, "../package.json");
+/** A native addon of a package no host loads (bufferutil's prebuilt one for this machine), when there is one. */
+const OTHER_ADDON = (() => {
+  const path = resolve(dirname(createRequire(import.meta.url).resolve("bufferutil/package.json")), `prebuilds/${process.platform}-${process.arch}/bufferutil.node`);
+  return existsSync(path) ? path : undefined;
+})();
 const HAS_BWRAP = describeConfinement().bwrap;
 const AS_ROOT = process.getuid?.() === 0;
 
 /** Host-side JavaScript the escaped guest runs: every attempt, and what became of it. */
 const ATTACKS = `
-export default async ({ serverPid, secretFile, secretDir, port, repoFile }) => {
+export default async ({ serverPid, secretFile, secretDir, port, repoFile, otherAddon }) => {
   const report = {};
   const attempt = async (name, f) => {
     try { report[name] = { ok: true, value: await f() }; }
@@ -54,6 +60,7 @@ export default async ({ serverPid, secretFile, secretDir, port, repoFile }) => {
   await attempt("inspector", async () => (await import("node:inspector")).open(0));
   await attempt("worker", async () => { const { Worker } = await import("node:worker_threads"); const w = new Worker("0", { eval: true }); await w.terminate(); return "started"; });
   await attempt("addon", () => process.dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"));
+  await attempt("otherAddon", () => { const m = { exports: {} }; process.dlopen(m, otherAddon); return Object.keys(m.exports).length > 0 ? "loaded" : "empty"; });
   await attempt("connect", async () => {
     const net = await import("node:net");
     return await new Promise((ok, fail) => {
@@ -112,7 +119,7 @@ describe("a guest that escaped its engine, confined", () => {
       const pool = escapePool(profile, { bwrap });
       try {
         connectionsBefore = connections;
-        const r = await pool.run(ATTACKS, { timeoutMs: 20_000, globals: { serverPid: process.pid, secretFile, secretDir, port, repoFile: REPO_FILE } });
+        const r = await pool.run(ATTACKS, { timeoutMs: 20_000, globals: { serverPid: process.pid, secretFile, secretDir, port, repoFile: REPO_FILE, otherAddon: OTHER_ADDON ?? "/nonexistent.node" } });
         expect(r.ok, JSON.stringify(r)).toBe(true);
         report = r.result as Record<string, Attempt>;
       } finally {
@@ -152,6 +159,17 @@ describe("a guest that escaped its engine, confined", () => {
       if (!profile.addons) expect(report.addon).toEqual({ ok: false, code: "ERR_DLOPEN_DISABLED" });
       if (!profile.workers) expect(report.worker).toEqual({ ok: false, code: "ERR_ACCESS_DENIED" });
     });
+
+    it.skipIf(skip || !OTHER_ADDON)(
+      bwrap || !profile.addons
+        ? "loads no native addon of another package"
+        : "without bubblewrap, loads another package's native addon where addons are allowed (why hosts need it: confine.ts confinementRefusal)",
+      () => {
+        if (!profile.addons) expect(report.otherAddon).toEqual({ ok: false, code: "ERR_DLOPEN_DISABLED" });
+        else if (bwrap) expect(report.otherAddon?.ok, JSON.stringify(report.otherAddon)).toBe(false);
+        else expect(report.otherAddon).toEqual({ ok: true, value: "loaded" });
+      },
+    );
 
     it.skipIf(skip)("cannot signal the server (not even to ask whether it exists)", () => {
       // With bubblewrap the server is not in its PID namespace (ESRCH); without, it is another user (EPERM).

@@ -248,6 +248,23 @@ describe("settings through the real environment variables (envworker serve)", ()
     }
   });
 
+  setting(["ENVWORKER_UNCONFINED"], "without bubblewrap (none on PATH) sandbox processes are refused, said at start-up; with 1 they start", async () => {
+    // No bwrap (nor prlimit) on the server's PATH: as on a machine without them.
+    const start = (unconfined: string) => startLiveServer({ PATH: "/nonexistent", ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_UNCONFINED: unconfined });
+    for (const [unconfined, said, answer] of [
+      ["", /envworker: error: sandbox hosts are not started without bubblewrap.*ENVWORKER_UNCONFINED=1/, /SandboxError.*not started without bubblewrap/],
+      ["1", /envworker: warning: no bubblewrap/, /42/],
+    ] as const) {
+      const server = await start(unconfined);
+      try {
+        await expect.poll(() => server.stderr()).toMatch(said);
+        expect(mcpText(await mcpJs(server, "6 * 7"))).toMatch(answer);
+      } finally {
+        await server.stop();
+      }
+    }
+  });
+
   setting(["ENVWORKER_CLIENT_SHARE"], "one client (an address) may hold that percentage of the episodes (and of the memory budget); past it, 429 for that client while another is served", async () => {
     const own = await startLiveServer({ ENVWORKER_MAX_EPISODES: "4", ENVWORKER_CLIENT_SHARE: "50" });
     try {

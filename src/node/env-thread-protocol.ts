@@ -24,7 +24,9 @@ export type ToThread =
   | { t: "judge-result"; sid: number; reply: JudgeReply }
   | { t: "judge-error"; sid: number; code: JudgeErrorCode; message: string; retryAfterS?: number | undefined }
   /** The run left the sandbox's queue and started (RunOptions.onStart, across threads). */
-  | { t: "service-started"; sid: number };
+  | { t: "service-started"; sid: number }
+  /** Nobody waits for this call any more (its caller gave up): its runs' answers will not come, drop what waits for them. */
+  | { t: "forget"; id: number };
 
 /** An error as it crosses threads. */
 export interface ThreadError {

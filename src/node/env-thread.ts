@@ -43,7 +43,27 @@ try {
 const waiting = new Map<number, { resolve: (r: RunResult) => void; reject: (e: Error) => void; onStart?: (() => void) | undefined }>();
 /** Judge requests of calls in progress, by request id. */
 const judging = new Map<number, { resolve: (r: JudgeReply) => void; reject: (e: Error) => void }>();
+/**
+ * The service and judge requests of each call in progress, so that a call the main thread gave up
+ * on ("forget": its caller left) lets go of them: their answers never come, and what waited for
+ * them (the call's inputs, its reward functions' state) was kept for the thread's life.
+ */
+const requestsOf = new Map<number, Set<number>>();
 let nextServiceId = 1;
+
+function requestOf(call: number, sid: number): void {
+  let sids = requestsOf.get(call);
+  if (!sids) requestsOf.set(call, (sids = new Set()));
+  sids.add(sid);
+}
+
+function forget(call: number): void {
+  for (const sid of requestsOf.get(call) ?? []) {
+    waiting.delete(sid);
+    judging.delete(sid);
+  }
+  requestsOf.delete(call);
+}
 
 /** The services one call sees: proxies whose runs are executed (and scheduled) by the main thread. */
 function servicesFor(call: number): Services {
@@ -58,6 +78,7 @@ function servicesFor(call: number): Services {
         const { signal, onStart, ...plain } = options;
         return new Promise<RunResult>((resolve, reject) => {
           waiting.set(sid, { resolve, reject, onStart });
+          requestOf(call, sid);
           post({ t: "service", call, sid, name, code, options: plain });
           signal?.addEventListener("abort", () => post({ t: "service-cancel", sid }), { once: true });
         });
@@ -72,6 +93,7 @@ function servicesFor(call: number): Services {
           const sid = nextServiceId++;
           return new Promise<JudgeReply>((resolve, reject) => {
             judging.set(sid, { resolve, reject });
+            requestOf(call, sid);
             post({ t: "judge", call, sid, request });
           });
         },
@@ -124,14 +146,22 @@ function receive(msg: ToThread): void {
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
       run(msg.op, msg.id).then(
-        (value) => post({ t: "done", id: msg.id, seq: msg.seq, value }),
-        (err: unknown) =>
+        (value) => {
+          requestsOf.delete(msg.id);
+          post({ t: "done", id: msg.id, seq: msg.seq, value });
+        },
+        (err: unknown) => {
+          requestsOf.delete(msg.id);
           post(
             err instanceof ApiError
               ? { t: "failed", id: msg.id, seq: msg.seq, code: err.code, message: err.message, details: err.details, ...(err.cause !== undefined ? { cause: describe(err.cause) } : {}) }
               : { t: "crashed", id: msg.id, seq: msg.seq, message: err instanceof Error ? err.message : String(err), stack: err instanceof Error ? err.stack : undefined },
-          ),
+          );
+        },
       );
+      break;
+    case "forget":
+      forget(msg.id);
       break;
     case "service-started":
       // The run left the sandbox's queue: a tool's clock runs again from here.

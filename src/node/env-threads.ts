@@ -65,6 +65,14 @@ const PIPELINE_DEPTH = 4;
 const STALL_MS = 250;
 /** How often deadlines and stalls are checked. */
 const TICK_MS = 50;
+/**
+ * Sandbox runs a queue key (an episode, a stateless route's client) may have asked for and not yet
+ * been answered before its next calls wait in the queue, not computed: a key's work is prepared no
+ * faster than the sandbox serves it. 600 waiting js-code /score requests (40 clients) had the threads
+ * compute 19,200 harness inputs at once for a sandbox that runs two at a time, and each round of
+ * those calls went ahead of other clients' steps in the fair queue (issue 29: steps waited 4.9-11.5 s).
+ */
+const RUNS_AHEAD_PER_KEY = 32;
 /** Completions scored per call of a `/score` request (a larger group is one call). */
 const SCORE_SLICE = 32;
 /** Examples built per call of a `/examples` request (see examplesInSlices). */
@@ -233,6 +241,8 @@ export class EnvThreadPool implements EnvEngine {
   /** Plain resets made ahead, by environment name and the server's episode limits. */
   private readonly stock = new Map<string, ResetStock>();
   private readonly calls = new Map<number, Call>();
+  /** Sandbox runs asked for by calls of each queue key and not yet answered (RUNS_AHEAD_PER_KEY). */
+  private readonly runsAhead = new Map<string, number>();
   private readonly inline: EnvEngine;
   private readonly sources: string[];
   private readonly threaded: Set<string>;
@@ -248,6 +258,8 @@ export class EnvThreadPool implements EnvEngine {
   private ticker: ReturnType<typeof setInterval> | undefined;
   /** Threads terminated because a call overran its deadline (for tests and metrics). */
   killed = 0;
+  /** Threads gone for any reason (those killed included: a heap exhausted, a crash; for tests and metrics). */
+  died = 0;
   /** Resets handed out from the stock made ahead (for tests and metrics). */
   stockedResets = 0;
 
@@ -396,12 +408,17 @@ export class EnvThreadPool implements EnvEngine {
     });
   }
 
-  /** Hand queued calls to threads with room; grow the pool when none has any. */
+  /**
+   * Hand queued calls to threads with room, in the queue's fair order, passing over keys with
+   * RUNS_AHEAD_PER_KEY sandbox runs not yet answered; grow the pool when no thread has room.
+   */
   private pump(): void {
     while (this.queue.size > 0) {
       const thread = this.leastLoaded();
       if (!thread) break;
-      this.dispatch(this.queue.shift()!, thread);
+      const call = this.queue.shiftReady((c) => (this.runsAhead.get(c.scope.key) ?? 0) < RUNS_AHEAD_PER_KEY);
+      if (!call) break;
+      this.dispatch(call, thread);
     }
     // Grow only past a stalled thread (a slow call): starting one costs about a second of CPU,
     // more than pipelining into the threads there are gains under plain load.
@@ -493,7 +510,11 @@ export class EnvThreadPool implements EnvEngine {
     if (call.settled) return;
     this.queue.remove(call.scope.key, call);
     this.settle(call, err);
-    if (call.thread && call.waitingOn > 0) this.detach(call);
+    if (call.thread && call.waitingOn > 0) {
+      // Its runs' answers will not be passed on: the thread lets go of what waits for them.
+      call.thread.post({ t: "forget", id: call.id });
+      this.detach(call);
+    }
     this.pump();
   }
 
@@ -547,6 +568,7 @@ export class EnvThreadPool implements EnvEngine {
 
   private onDeath(thread: EnvThread, why: string): void {
     if (!this.threads.delete(thread)) return;
+    this.died++;
     for (const call of [...thread.calls]) {
       this.detach(call);
       if (call.settled) continue; // nobody waits for it any more
@@ -620,11 +642,26 @@ export class EnvThreadPool implements EnvEngine {
       return;
     }
     thread.runs.set(m.sid, own);
+    const key = call.scope.key;
+    this.runsAhead.set(key, (this.runsAhead.get(key) ?? 0) + 1);
     const outcome = await this.whileWaiting(call, thread, () =>
-      service.run(m.code, { ...m.options, onStart: () => thread.post({ t: "service-started", sid: m.sid }) }).finally(() => thread.runs.delete(m.sid)),
+      service
+        .run(m.code, { ...m.options, onStart: () => thread.post({ t: "service-started", sid: m.sid }) })
+        .finally(() => {
+          thread.runs.delete(m.sid);
+          this.runAnswered(key);
+        }),
     );
     if (!outcome) return;
     thread.post(outcome.ok ? { t: "service-result", sid: m.sid, result: outcome.value } : { t: "service-error", sid: m.sid, message: errorText(outcome.error) });
+  }
+
+  /** A sandbox run of `key` was answered: a call of its that waited for room may go now. */
+  private runAnswered(key: string): void {
+    const left = (this.runsAhead.get(key) ?? 1) - 1;
+    if (left > 0) this.runsAhead.set(key, left);
+    else this.runsAhead.delete(key);
+    if (left === RUNS_AHEAD_PER_KEY - 1 && this.queue.sizeOf(key) > 0) this.pump();
   }
 
   /**

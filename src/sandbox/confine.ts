@@ -15,9 +15,11 @@
  *   live host: hosts cannot signal, ptrace or read each other either);
  * - RESOURCE LIMITS (prlimit, util-linux): address space, file size 0, no core dumps, a process
  *   (thread) count;
- * - BUBBLEWRAP when installed: no network, its own PID/IPC/UTS/user namespaces, a file system
- *   made only of read-only binds of what Node (or the program) and the engine need, a fresh /proc,
- *   /dev and (Node hosts) an empty /tmp, killed with the server (`--die-with-parent`).
+ * - BUBBLEWRAP: no network, its own PID/IPC/UTS/user namespaces, a file system made only of
+ *   read-only binds of what Node (or the program) and the engine need, a fresh /proc, /dev and
+ *   (Node hosts) an empty /tmp, killed with the server (`--die-with-parent`). Required: without it
+ *   (not installed, failing, turned off) a host is refused unless ENVWORKER_UNCONFINED=1 (or
+ *   ConfineOptions.unconfined) says otherwise.
  *
  * The entries are TypeScript in this repository and tsx cannot work inside the permission model
  * (its loader thread stats paths outside the allowed ones, and esbuild transforms in a child
@@ -99,8 +101,37 @@ export interface ProgramCommand {
 export type ConfinementProfile = NodeProfile | ProgramProfile;
 
 export interface ConfineOptions {
-  /** Use bubblewrap when it is installed (default true). Off: everything else still applies. */
+  /** Use bubblewrap (default true). Off: everything else still applies, and `unconfined` must say so. */
   bwrap?: boolean;
+  /**
+   * Start hosts without bubblewrap (turned off, not installed, or failing here); without this, or
+   * ENVWORKER_UNCONFINED=1, such a host is refused (confinementRefusal). Default false.
+   */
+  unconfined?: boolean;
+}
+
+/** The opt-in for machines without bubblewrap: sandbox hosts then start without it (README.md "Confinement"). */
+export const UNCONFINED_ENV = "ENVWORKER_UNCONFINED";
+
+function unconfinedAllowed(options: ConfineOptions): boolean {
+  return options.unconfined === true || process.env[UNCONFINED_ENV] === "1";
+}
+
+/**
+ * Why a host must not start with these options on this machine, or undefined when it may. Without
+ * bubblewrap what the README promises does not hold: an escaped guest opens connections (the
+ * server's own port included) and loads any native addon on the machine (Node 20's permission
+ * model does not check an addon's path once addons are allowed: isolated-vm, Python's restore), so
+ * a host starts without it only on an explicit opt-in.
+ */
+export function confinementRefusal(options: ConfineOptions = {}): string | undefined {
+  const c = describeConfinement(options);
+  if (c.bwrap || unconfinedAllowed(options)) return undefined;
+  return (
+    `sandbox hosts are not started without bubblewrap (${c.bwrapMissing}): without it a guest that escaped its engine ` +
+    `could open network connections, the server's own port included, and load native addons of any installed package. ` +
+    `Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set ${UNCONFINED_ENV}=1 to run sandbox hosts without it`
+  );
 }
 
 /** How a host is confined on this machine: what the README's table and the start-up warning say. */
@@ -215,13 +246,18 @@ export function describeConfinement(options: ConfineOptions = {}): Confinement {
 }
 
 let warned = false;
-/** Says once, on stderr, what is missing from the confinement of sandbox hosts on this machine. */
+/**
+ * Says once, on stderr, what is missing from the confinement of sandbox hosts on this machine: an
+ * error when hosts will be refused (confinementRefusal), warnings for what is weaker.
+ */
 export function warnIfWeaklyConfined(log: (line: string) => void = (l) => console.warn(l)): void {
   if (warned) return;
   warned = true;
+  const refusal = confinementRefusal();
+  if (refusal) log(`envworker: error: ${refusal}; until then every sandboxed run fails (SandboxError)`);
   const c = describeConfinement();
   const missing = [
-    ...(c.bwrap ? [] : [`no bubblewrap (${c.bwrapMissing}): sandbox hosts share the server's network and see its processes`]),
+    ...(c.bwrap || refusal ? [] : [`no bubblewrap (${c.bwrapMissing}; ${UNCONFINED_ENV}=1): sandbox hosts share the server's network and see its processes, and may load any native addon`]),
     ...(c.prlimit ? [] : ["no prlimit (util-linux): sandbox hosts run without address-space, file-size and process limits"]),
     ...(c.ownUid ? [] : ["the server does not run as root: sandbox hosts run as the server's own user"]),
   ];
@@ -439,6 +475,8 @@ export interface ConfinedProcess {
  * pipe (V8's last words). Resolves once spawned (the first call bundles, ~0.1–0.5 s).
  */
 export async function launchConfined(profile: ConfinementProfile, options: ConfineOptions = {}, args: string[] = []): Promise<ConfinedProcess> {
+  const refusal = confinementRefusal(options);
+  if (refusal) throw new Error(refusal);
   if (profile.kind === "program") {
     const command = await profile.command();
     return spawnConfined(profile, options, [command.executable, ...command.args, ...args], command.readable, false);

@@ -39,6 +39,25 @@ export class FairQueue<T> {
     return item;
   }
 
+  /**
+   * Like shift(), but only from a key whose first item `ready` accepts: keys passed over keep their
+   * place in the round (they come first once ready). Undefined when no key is ready.
+   */
+  shiftReady(ready: (item: T) => boolean): T | undefined {
+    for (let i = 0; i < this.order.length; i++) {
+      const key = this.order[i]!;
+      const items = this.byKey.get(key)!;
+      if (!ready(items[0]!)) continue;
+      this.order.splice(i, 1);
+      const item = items.shift()!;
+      this.count--;
+      if (items.length > 0) this.order.push(key);
+      else this.byKey.delete(key);
+      return item;
+    }
+    return undefined;
+  }
+
   /** Drop a queued item (its caller gave up); false when it was not queued. */
   remove(key: string, item: T): boolean {
     const items = this.byKey.get(key);

@@ -7,7 +7,7 @@
 import type { ChildProcess } from "node:child_process";
 import { encodeFrame, FrameReader } from "./host-channel.ts";
 import { HOST_REPLY, type HostReply, type HostRequest } from "./host-protocol.ts";
-import { ForkingHost, leafProcess, processTree, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
+import { ForkingHost, leafProcess, processTree, processTreeCpuMs, processTreeRss, residentProbe, type ResidentProbe } from "./process-memory.ts";
 import { delayProbe } from "./run-delay.ts";
 import type { DelayProbe } from "./deadline.ts";
 import { launchConfined, type ConfinedProcess, type ConfineOptions, type ConfinementProfile } from "./confine.ts";
@@ -38,6 +38,11 @@ export interface HostHandle {
    */
   measure(): number | undefined;
   /**
+   * CPU time the host's whole process tree has used so far, in ms, measured by the server
+   * (process-memory.ts); undefined before it started, after it ended, or where the system cannot tell.
+   */
+  cpuMs?(): number | undefined;
+  /**
    * Resident bytes of the host's engine process alone (its /proc statm, kept open: a few µs), for
    * a measure at every answer; undefined where the system cannot tell.
    */
@@ -55,6 +60,43 @@ export interface HostHandle {
 const OUT_OF_MEMORY = /invalid (size|array length|table size)|out of memory|heap limit|allocation failed|memory limit/i;
 /** Replies when no run is in flight (ready, a late usage report) are small. */
 export const IDLE_REPLY_BYTES = 64 * 1024;
+
+/**
+ * What a host may write to its stderr: nothing of ours writes there but Node and V8 (a warning, the
+ * last words of a fatal error: a few KiB), so a host writing more is one a guest took over. At most
+ * STDERR_BURST_BYTES at once, refilled at STDERR_BYTES_PER_S; past that the host is killed. Only
+ * the last STDERR_TAIL_BYTES are kept, and decoded once, when the host is gone.
+ */
+export const STDERR_BURST_BYTES = 256 * 1024;
+export const STDERR_BYTES_PER_S = 16 * 1024;
+const STDERR_TAIL_BYTES = 4096;
+
+/** A host's stderr as the server reads it: its last bytes kept, its rate bounded (`onFlood` once, past it). */
+function stderrWatch(onFlood: (bytes: number) => void): { push(chunk: Buffer): void; text(): string } {
+  let tail = Buffer.alloc(0);
+  let credit = STDERR_BURST_BYTES;
+  let at = performance.now();
+  let total = 0;
+  let flooded = false;
+  return {
+    push(chunk) {
+      // Past the bound the host is being killed: what it still wrote is read (the pipe must drain
+      // for it to end), neither kept nor decoded.
+      if (flooded) return;
+      total += chunk.length;
+      const now = performance.now();
+      credit = Math.min(STDERR_BURST_BYTES, credit + ((now - at) * STDERR_BYTES_PER_S) / 1000) - chunk.length;
+      at = now;
+      tail = Buffer.concat([tail, chunk.subarray(-STDERR_TAIL_BYTES)]);
+      if (tail.length > STDERR_TAIL_BYTES) tail = tail.subarray(-STDERR_TAIL_BYTES);
+      if (credit < 0) {
+        flooded = true;
+        onFlood(total);
+      }
+    },
+    text: () => tail.toString("utf8"),
+  };
+}
 
 /** How a host ended, told once: to the listener, or to one registered afterwards. */
 function exitLatch(): { end: (exit: HostExit) => void; onExit: (listener: (exit: HostExit) => void) => void } {
@@ -157,11 +199,8 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     child = confined.child;
     if (killed) killTree();
     // The last few KiB of stderr: how V8 explains an abort.
-    let stderrTail = "";
-    child.stderr?.setEncoding("utf8");
-    child.stderr?.on("data", (chunk: string) => {
-      stderrTail = (stderrTail + chunk).slice(-4096);
-    });
+    const stderr = stderrWatch((bytes) => kill(`it wrote ${bytes} bytes to its stderr, more than a host may (${STDERR_BURST_BYTES} at once, ${STDERR_BYTES_PER_S} a second)`));
+    child.stderr?.on("data", (chunk: Buffer) => stderr.push(chunk));
     child.stdout?.on("data", (chunk: Buffer) => reader.push(chunk));
     // A host that stops reading is killed by the pool's watchdog; writes to it must not throw meanwhile.
     child.stdin?.on("error", () => {});
@@ -170,6 +209,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       gone = true;
       waited?.close();
       resident?.close();
+      const stderrTail = stderr.text();
       const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";
       const last = line.replace(/^[#\s]+/, "").trim();
       const how = signal ? `signal ${signal}` : `exit code ${code}`;
@@ -187,7 +227,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     for (const message of pending.splice(0)) child.stdin?.write(encodeFrame(message));
     return confined;
   });
-  started.catch((err: Error) => end({ why: `could not start: ${err.message}`, outOfMemory: false }));
+  started.catch((err: Error) => end({ why: err.message, outOfMemory: false }));
   return {
     post: (message) => {
       if (!child) pending.push(message);
@@ -215,6 +255,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       forking ??= new ForkingHost(child.pid);
       return forking.memory();
     },
+    cpuMs: () => (child?.pid !== undefined && child.exitCode === null && child.signalCode === null ? processTreeCpuMs(child.pid) : undefined),
     started,
     waitedMs,
   };

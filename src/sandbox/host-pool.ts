@@ -12,6 +12,8 @@
  *   process tree, never what the host reports): a host that grows past the run's allowance while
  *   running is killed (MemoryLimitError), and one that did not give memory back after a run, or
  *   grew while idle, is replaced, which returns that memory to the OS;
+ * - a watch on idle hosts' CPU (the server's measure of the process tree): a host that runs while
+ *   it has no run, past housekeeping (IdleCpuPolicy), is stopped;
  * - fair queueing and cancellation (limiter.ts): clients take turns, then a client's queue keys; a
  *   run whose signal aborts leaves the queue, or, when running, is answered at once as a
  *   CancelledError while its host stops it;
@@ -79,6 +81,18 @@ export const DEFAULT_RETIRE_ABOVE = (limits: RunLimits): number => limits.memory
  */
 const HEAT_HALF_LIFE_MS = 60_000;
 
+/**
+ * CPU a host may use while it has no run (the server's measure of its process tree: engine
+ * housekeeping after a run, a timer): at most `burstMs` at once, refilled at `share` of a CPU. A host
+ * that uses more is running something of its own, which only a guest that took it over would do,
+ * and is stopped.
+ */
+export interface IdleCpuPolicy {
+  burstMs: number;
+  share: number;
+}
+export const DEFAULT_IDLE_CPU: IdleCpuPolicy = { burstMs: 500, share: 0.05 };
+
 /** How often the server measures a busy host (an idle one: every IDLE_MEASURE_TICKS of these). */
 const MEASURE_MS = 20;
 const IDLE_MEASURE_TICKS = 25;
@@ -101,6 +115,8 @@ export interface HostPoolOptions {
   validate?(code: string, options: RunOptions): void;
   /** Whom a host is dedicated to (HostAffinity). Default "off". */
   affinity?: HostAffinity;
+  /** CPU an idle host may use (default DEFAULT_IDLE_CPU). */
+  idleCpu?: IdleCpuPolicy;
 }
 
 /**
@@ -161,6 +177,12 @@ class Host {
   private exit: HostExit | undefined;
   /** The queue key this host serves (affinity), once it served one. */
   key: string | undefined;
+  /**
+   * Its CPU while it has no run (see IdleCpuPolicy): the tree's CPU time when last read, when, and
+   * what it may still use (refilled with time). Undefined until it is ready, or where the system
+   * cannot tell.
+   */
+  private idleCpu: { cpuMs: number; at: number; creditMs: number } | undefined;
   /** How much its key uses it: runs, each worth less the older it is (halved every HEAT_HALF_LIFE_MS); see `heat()`. */
   private heatAtLastRun = 0;
   private lastRunAt = 0;
@@ -200,7 +222,10 @@ class Host {
           this.idleBytes = this.lastBytes = handle.measure() ?? message.bytes;
           this.idleEngineBytes = message.engineBytes;
           this.isReady = true;
-          if (!this.current) handle.keepAlive(false);
+          if (!this.current) {
+            handle.keepAlive(false);
+            this.markIdle();
+          }
           resolve();
         } else this.onReply(message);
       });
@@ -256,6 +281,38 @@ class Host {
 
   private retireAbove(limits: RunLimits): number {
     return (this.options.memory.retireAboveBytes ?? DEFAULT_RETIRE_ABOVE)(limits);
+  }
+
+  /** It has no run from now on: its CPU time is counted from here (what it may still use carries over). */
+  private markIdle(): void {
+    const cpuMs = this.handle.cpuMs?.();
+    if (cpuMs === undefined) return;
+    const { burstMs, share } = this.options.idleCpu ?? DEFAULT_IDLE_CPU;
+    const now = performance.now();
+    const last = this.idleCpu;
+    const creditMs = last ? Math.min(burstMs, last.creditMs + share * (now - last.at)) : burstMs;
+    this.idleCpu = { cpuMs, at: now, creditMs };
+  }
+
+  /**
+   * Measures the CPU time an idle host used since it was last measured (the server's measure of its
+   * process tree) and stops one that used more than IdleCpuPolicy allows: a host whose guest took
+   * it over, spinning between runs. True when it killed the host.
+   */
+  checkIdleCpu(): boolean {
+    const last = this.idleCpu;
+    if (this.dead || !this.isReady || this.current || !last) return false;
+    const cpuMs = this.handle.cpuMs?.();
+    if (cpuMs === undefined) return false;
+    const { burstMs, share } = this.options.idleCpu ?? DEFAULT_IDLE_CPU;
+    const now = performance.now();
+    const used = cpuMs - last.cpuMs;
+    const creditMs = Math.min(burstMs, last.creditMs + share * (now - last.at)) - used;
+    this.idleCpu = { cpuMs, at: now, creditMs };
+    if (creditMs >= 0) return false;
+    this.retire = true;
+    this.handle.kill(`it used ${Math.round(used)} ms of CPU while it had no run`);
+    return true;
   }
 
   get busy(): boolean {
@@ -314,7 +371,10 @@ class Host {
       };
       this.current.finished = () => {
         cleanup();
-        if (!this.dead) this.handle.keepAlive(false);
+        if (!this.dead) {
+          this.handle.keepAlive(false);
+          this.markIdle();
+        }
         finished();
       };
       if (job.signal?.aborted) onAbort();
@@ -646,7 +706,8 @@ export class HostPoolSandbox implements Sandbox {
 
   /**
    * The server's own watch on what its hosts hold (Host.checkMemory): busy hosts every MEASURE_MS,
-   * idle ones every IDLE_MEASURE_TICKS of those, whether or not the host says anything. Where the
+   * idle ones every IDLE_MEASURE_TICKS of those, whether or not the host says anything; idle ones
+   * also for the CPU they use (Host.checkIdleCpu). Where the
    * system cannot measure processes the hosts' own reports are used instead (no watch).
    */
   private measureHosts(): void {
@@ -655,7 +716,11 @@ export class HostPoolSandbox implements Sandbox {
     this.measuring = setInterval(() => {
       const idleToo = ++tick % IDLE_MEASURE_TICKS === 0;
       // Idle: only hosts in the idle list (one just taken from it, about to be sent a run, is neither).
-      for (const host of this.all) if ((host.busy || (idleToo && this.idle.includes(host))) && host.checkMemory()) this.replaced++;
+      for (const host of this.all) {
+        if (host.busy) {
+          if (host.checkMemory()) this.replaced++;
+        } else if (idleToo && this.idle.includes(host) && (host.checkMemory() || host.checkIdleCpu())) this.replaced++;
+      }
     }, MEASURE_MS);
     this.measuring.unref();
   }

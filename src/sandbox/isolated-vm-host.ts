@@ -17,7 +17,8 @@ const HEARTBEAT_MS = 20;
 // could keep a graceful exit waiting on an isolate, so the port ends the process at once.
 const port = childPort();
 
-const sandbox = createIsolatedVmSandbox({ maxConcurrency: 1 });
+// One run at a time: what the process grows by while a run executes is that run's (isolated-vm.ts heldLimitBytes).
+const sandbox = createIsolatedVmSandbox({ maxConcurrency: 1, watchResident: true });
 await sandbox.run("0"); // compile the prelude, warm the isolate
 
 serveRuns(port, sandbox, { usage: () => process.memoryUsage.rss(), heartbeatMs: HEARTBEAT_MS });

@@ -21,7 +21,43 @@ export interface IsolatedVmSandboxOptions {
   maxConcurrency?: number;
   /** Replace an isolate after this many runs (default 500). */
   recycleAfterRuns?: number;
+  /**
+   * Hold each run to heldLimitBytes by this process's resident memory while it runs (sampled every
+   * RSS_SAMPLE_MS): only where one run at a time has the process to itself (a host process).
+   */
+  watchResident?: boolean;
 }
+
+const MiB = 1024 * 1024;
+
+/**
+ * What a run may hold in all, heap and buffers, before it fails as MemoryLimitError: 1.5 x its limit
+ * + 8 MiB, as QuickJS's wasm memory cap (quickjs.ts wasmMemoryCapMb). isolated-vm's `memoryLimit` is
+ * a guideline: its own check runs in V8's garbage collections and in memory-pressure interrupts, so
+ * whether a run past it is stopped depends on when V8 collects. Measured: `'x'.repeat(2**23).split('')`
+ * (a 64 MB array) succeeds under a 16 MiB limit every time, and at load ~15 `new Array(5e6).fill(1.5)`
+ * (40 MB) sometimes did (test/sandbox-limits.test.ts). The slack: V8 holds an array's old and new
+ * backing store at once while it changes its representation (40 MB of numbers under 64 MiB holds
+ * ~77 MB for a moment), and garbage not yet collected is counted.
+ */
+export function heldLimitBytes(memoryMb: number): number {
+  return (Math.ceil(1.5 * memoryMb) + 8) * MiB;
+}
+
+/**
+ * What the process may grow by, around the heap, while a watched run executes: a fresh isolate, its
+ * compiled code and V8's own allocations (40 MB of numbers under 64 MiB grew a host by 76-105 MiB,
+ * both backing stores included).
+ */
+const RESIDENT_SLACK_BYTES = 32 * MiB;
+
+/**
+ * How often a watched run's resident memory is sampled (watchResident), from RSS_FIRST_SAMPLE_MS
+ * on: most runs end before the first sample (and cost nothing); a run that allocates tens of MiB
+ * takes longer than that (a 64 MB array: ~70 ms).
+ */
+const RSS_FIRST_SAMPLE_MS = 5;
+const RSS_SAMPLE_MS = 5;
 
 /** Time the host grants after the run itself to collect the guest's report. */
 const REPORT_GRACE_MS = 50;
@@ -33,8 +69,10 @@ export class IsolatedVmSandbox implements Sandbox {
   private readonly limiter: Limiter;
   private readonly pool: IsolatePool;
   private disposed = false;
+  private readonly watchResident: boolean;
 
   constructor(options: IsolatedVmSandboxOptions = {}) {
+    this.watchResident = options.watchResident === true;
     const max = options.maxConcurrency ?? availableParallelism();
     this.limiter = new Limiter(max);
     this.pool = new IsolatePool(max, options.recycleAfterRuns);
@@ -54,7 +92,7 @@ export class IsolatedVmSandbox implements Sandbox {
       const pooled = this.pool.acquire(prepared.run.limits.memoryMb);
       try {
         pooled.runs++;
-        return await runInContext(pooled, prepared.run, options.signal);
+        return await runInContext(pooled, prepared.run, options.signal, this.watchResident);
       } finally {
         this.pool.release(pooled);
       }
@@ -71,8 +109,12 @@ export function createIsolatedVmSandbox(options: IsolatedVmSandboxOptions = {}):
   return new IsolatedVmSandbox(options);
 }
 
-/** One run in a fresh context of a pooled isolate (exported for tests). */
-export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, signal?: AbortSignal): Promise<RunResult> {
+/**
+ * One run in a fresh context of a pooled isolate (exported for tests). `watchResident`: the
+ * process's resident memory is sampled while it runs, and a run grown past heldLimitBytes is
+ * stopped as a MemoryLimitError (heldMemoryWatch).
+ */
+export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, signal?: AbortSignal, watchResident = false): Promise<RunResult> {
   const { isolate } = pooled;
   const { limits } = prep;
   const started = performance.now() - prep.spentMs;
@@ -84,6 +126,7 @@ export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, sig
   // away and the isolate is disposed (which stops what it runs; the pool replaces it).
   // A caller that gave up (signal) stops the run the same way.
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let sampler: { stop(): void } | undefined;
   let onAbort: (() => void) | undefined;
   const stop = () => {
     pooled.broken = true;
@@ -104,6 +147,12 @@ export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, sig
     };
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
+    if (watchResident) {
+      sampler = heldMemoryWatch(limits.memoryMb, (grown) => {
+        stop();
+        resolve(heldMemoryError(limits.memoryMb, grown, "while it ran, the process's growth", performance.now() - started, RESIDENT_SLACK_BYTES));
+      });
+    }
   });
   const guarded = runGuarded(pooled, prep, started);
   guarded.catch(() => {}); // may settle after the watchdog answered; nobody listens then
@@ -111,7 +160,48 @@ export async function runInContext(pooled: PooledIsolate, prep: PreparedRun, sig
     return await Promise.race([guarded, watchdog]);
   } finally {
     clearTimeout(timer);
+    sampler?.stop();
     if (onAbort) signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+/**
+ * Samples this process's resident memory every RSS_SAMPLE_MS (from RSS_FIRST_SAMPLE_MS) and calls `over` once it has
+ * grown past heldLimitBytes(memoryMb) + RESIDENT_SLACK_BYTES: a run's transient allocations, which V8 may have collected
+ * by the time the run ends (the process runs one run at a time: what it grows by is the run's).
+ */
+function heldMemoryWatch(memoryMb: number, over: (grownBytes: number) => void): { stop(): void } {
+  const base = process.memoryUsage.rss();
+  const limit = heldLimitBytes(memoryMb) + RESIDENT_SLACK_BYTES;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const sample = () => {
+    const grown = process.memoryUsage.rss() - base;
+    if (grown > limit) over(grown);
+    else timer = setTimeout(sample, RSS_SAMPLE_MS);
+  };
+  timer = setTimeout(sample, RSS_FIRST_SAMPLE_MS);
+  return { stop: () => clearTimeout(timer) };
+}
+
+function heldMemoryError(memoryMb: number, bytes: number, when: string, elapsedMs: number, slack = 0): RunResult {
+  const error = memoryError({ memoryMb });
+  error.message += ` (it held ${Math.round(bytes / MiB)} MiB ${when}; at most ${(heldLimitBytes(memoryMb) + slack) / MiB} MiB)`;
+  return { ok: false, result: null, stdout: "", stderr: "", error, elapsedMs };
+}
+
+/**
+ * The isolate's heap after a run, before anything else runs in it: what the run allocated since V8
+ * last collected is all still counted, garbage included. Over heldLimitBytes, the run held more
+ * than its limit allows (and the isolate, whose heap limit V8 had to raise, is replaced).
+ */
+async function heapAfterRun(isolate: ivm.Isolate, memoryMb: number): Promise<number | undefined> {
+  try {
+    // Asynchronous: a synchronous call waited for the isolate's lock on this thread (~10% fewer runs/s).
+    const heap = await isolate.getHeapStatistics();
+    const held = heap.used_heap_size + heap.externally_allocated_size;
+    return held > heldLimitBytes(memoryMb) ? held : undefined;
+  } catch {
+    return undefined; // disposed meanwhile
   }
 }
 
@@ -136,6 +226,8 @@ async function runGuarded(pooled: PooledIsolate, prep: PreparedRun, started: num
   } catch (err) {
     ending = classify(err, pooled, limits.memoryMb);
   }
+  // Queued on the isolate now, before the report call (whose few allocations it must not count).
+  const heap = !ending.timedOut && !ending.hostError && !isolate.isDisposed ? heapAfterRun(isolate, limits.memoryMb) : undefined;
   try {
     if (ctl && !isolate.isDisposed) {
       report = await ctl.apply(undefined, ["report"], { result: { copy: true }, timeout: REPORT_GRACE_MS });
@@ -146,6 +238,11 @@ async function runGuarded(pooled: PooledIsolate, prep: PreparedRun, started: num
   } finally {
     release(ctl);
     release(context);
+  }
+  const held = await heap;
+  if (held !== undefined) {
+    pooled.broken = true;
+    ending = { hostError: heldMemoryError(limits.memoryMb, held, "in its heap when it ended", 0).error! };
   }
   return toRunResult(report, { limits, elapsedMs: performance.now() - started, ...ending });
 }

@@ -25,7 +25,7 @@ export class CancelledError extends Error {
 
 interface Waiter {
   start(): void;
-  cancel(): void;
+  cancel(err: CancelledError): void;
 }
 
 export class Limiter {
@@ -70,9 +70,9 @@ export class Limiter {
           if (signal) this.bySignal.get(signal)?.delete(waiter);
           resolve();
         },
-        cancel: () => {
+        cancel: (err) => {
           if (!this.queue.remove(group, key, waiter)) return; // already started
-          reject(cancelled(signal));
+          reject(err);
         },
       };
       this.queue.push(group, key, waiter);
@@ -89,7 +89,10 @@ export class Limiter {
         "abort",
         () => {
           this.bySignal.delete(signal);
-          for (const w of set) w.cancel();
+          // One error for all of them: a client that leaves with thousands of runs queued made as
+          // many errors (and stack traces) at once, on the event loop.
+          const err = cancelled(signal);
+          for (const w of set) w.cancel(err);
         },
         { once: true },
       );

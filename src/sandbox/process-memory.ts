@@ -1,6 +1,7 @@
 /**
  * The memory a sandbox host really holds, measured by the server itself: the resident memory (RSS)
- * of the host's whole process tree, read from /proc (Linux). A host's own report of its memory
+ * of the host's whole process tree, read from /proc (Linux); and the CPU time the tree used (an idle
+ * host is stopped when it runs: host-pool.ts). A host's own report of its memory
  * cannot be the limit: a guest that escaped its engine writes whatever it likes on the host's
  * channel (host-protocol.ts), "0 bytes" included, while it allocates.
  *
@@ -96,6 +97,45 @@ export function processTreeRss(pid: number): number | undefined {
   if (own === undefined) return undefined;
   let total = own;
   for (const child of processTree(pid).slice(1)) total += rssOf(child) ?? 0;
+  return total;
+}
+
+/**
+ * Clock ticks per second of /proc/<pid>/stat's times (USER_HZ): 100 on every Linux this runs on
+ * (x86-64, arm64), whatever the kernel's own HZ; Node cannot ask sysconf(_SC_CLK_TCK).
+ */
+const CLOCK_TICKS_PER_S = 100;
+
+/**
+ * CPU time one process has used, in ms: its user and system time (every thread's, the ended ones
+ * included) and that of the children it reaped, from /proc/<pid>/stat (fields 14-17, after the
+ * command name, which may itself hold spaces and parentheses); undefined when it is gone.
+ */
+function cpuMsOf(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return undefined;
+  }
+  // After ") ": state (field 3), ..., utime (14), stime (15), cutime (16), cstime (17).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  let ticks = 0;
+  for (let i = 11; i <= 14; i++) ticks += Number(fields[i]) || 0;
+  return (ticks * 1000) / CLOCK_TICKS_PER_S;
+}
+
+/**
+ * CPU time used so far by `pid` and every process below it, in ms (10 ms steps); undefined when
+ * `pid` is gone or this system cannot tell. What a process that ended below it used is lost
+ * unless its parent reaped it (then it is in the parent's figure): a bound from below.
+ */
+export function processTreeCpuMs(pid: number): number | undefined {
+  if (!CAN_MEASURE_PROCESSES) return undefined;
+  const own = cpuMsOf(pid);
+  if (own === undefined) return undefined;
+  let total = own;
+  for (const child of processTree(pid).slice(1)) total += cpuMsOf(child) ?? 0;
   return total;
 }
 
