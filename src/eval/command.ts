@@ -220,6 +220,10 @@ function interruptOnSignals(stderr: ProgressStream): { signal: AbortSignal; disp
   return {
     signal: controller.signal,
     dispose: () => {
+      // Interrupted: the handlers stay while this process summarizes, saves and exits. The shim's
+      // echo of the Ctrl-C can come late on a busy machine, and without a handler it killed the
+      // process by SIGINT (no exit 130, the summary cut off).
+      if (controller.signal.aborted) return;
       process.off("SIGINT", onInt);
       process.off("SIGTERM", onTerm);
     },

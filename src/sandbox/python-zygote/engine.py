@@ -75,6 +75,15 @@ def compile_to(wasm, path):
     os.replace(partial, path)
 
 
+def executable_path():
+    """
+    The interpreter to start in the sandbox: the venv's own link (its pyvenv.cfg makes it the venv),
+    in its real directory. The directories bound into the sandbox are real paths, so a node_modules
+    reached through a link (a package linked to a checkout) left the plain path unresolvable there.
+    """
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(sys.executable))), os.path.basename(sys.executable))
+
+
 def readable_paths():
     """What the interpreter reads to start and import wasmtime: bound read-only into its sandbox."""
     import wasmtime
@@ -99,7 +108,7 @@ def prepare(cache_dir):
         "wasm": wasm,
         "wasmtime": wasmtime_version(),
         "python": sys.version.split()[0],
-        "executable": os.path.abspath(sys.executable),
+        "executable": executable_path(),
         "readable": readable_paths(),
     }
 

@@ -195,7 +195,7 @@ def prepare(cache_dir: str) -> dict[str, Any]:
             f.write(module.serialize())
         os.chmod(partial, 0o644)
         os.replace(partial, path)
-    return {"cwasm": path, "wasm": find_wasm(), "wasmtime": wasm_engine.wasmtime_version(), "executable": os.path.abspath(sys.executable), "readable": wasm_engine.readable_paths()}
+    return {"cwasm": path, "wasm": find_wasm(), "wasmtime": wasm_engine.wasmtime_version(), "executable": wasm_engine.executable_path(), "readable": wasm_engine.readable_paths()}
 
 
 class Engine:
