@@ -58,7 +58,9 @@ describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %
   });
 
   it("a tool's runs count on its clock once where they overlap, for the time they ran", async () => {
-    // Three runaway runs of 300 ms at once on three slots: ~300 ms of the tool's time, not 900.
+    // Three runaway runs of 1 s at once on three slots: ~1 s of the tool's time, not 3 s. The limit
+    // sits just under what counting each run would cost, so everything else (starting the runs, a
+    // busy machine's waits between them: 400 ms did not suffice at load ~15) has ~1.9 s.
     const three = createSandbox(kind, { maxConcurrency: 3 });
     try {
       await Promise.all([0, 1, 2].map(() => three.run("0")));
@@ -66,9 +68,9 @@ describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %
         name: "three",
         description: "three runs at once",
         parameters: z.object({}),
-        timeoutMs: 700,
+        timeoutMs: 2900,
         run: async (_, ctx) => {
-          const runs = await Promise.all([0, 1, 2].map(() => ctx.sandbox!.run("while (true) {}", { timeoutMs: 300 })));
+          const runs = await Promise.all([0, 1, 2].map(() => ctx.sandbox!.run("while (true) {}", { timeoutMs: 1000 })));
           return runs.map((r) => r.error?.name).join(",");
         },
       });
