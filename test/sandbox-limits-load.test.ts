@@ -58,8 +58,9 @@ const ALLOCATIONS: Record<string, Allocation> = {
   },
   "a typed array": { code: (n) => `new Float64Array(${n}).fill(1.5).length`, big: 5e6, roomMb: 64, small: 5e5 },
   // 2^23 one-character strings: a 64 MB array of pointers in V8 (128 MB of values in QuickJS, and
-  // QuickJS-NG counts the array's growth as it goes past 256 MiB); 2^19: 4 MB.
-  "an array of one-character strings": { code: (n) => `'x'.repeat(${n}).split('').length`, big: 2 ** 23, roomMb: 640, small: 2 ** 19 },
+  // QuickJS-NG counts the strings and the array's growth too: past 256 MiB); 2^17: 1 MB of
+  // pointers (2^19 came to more than 16 MiB in QuickJS-NG's count).
+  "an array of one-character strings": { code: (n) => `'x'.repeat(${n}).split('').length`, big: 2 ** 23, roomMb: 640, small: 2 ** 17 },
 };
 
 const ENGINES = [
