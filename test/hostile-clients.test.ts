@@ -329,7 +329,8 @@ describe("a WebSocket is its address's client", () => {
     expectServed("twenty sockets of one address", outcome);
     outcome.result.forEach((reply, i) => expect(reply.data.result, `socket ${i}`).toMatchObject({ isError: false, content: [{ text: `result: ${i * 2}` }] }));
     console.log(`[hostile] twenty sockets of one address: ${seen.size} sandbox processes started`);
-    // One client's: a process per sandbox slot and the spare, at most.
-    expect(seen.size).toBeLessThanOrEqual(SANDBOX_SLOTS + 1);
+    // One client's: a process per sandbox slot and the spare, and one replacement at most (a host
+    // the pool replaced meanwhile: CI saw 4 once); a socket each started 18-20 before.
+    expect(seen.size).toBeLessThanOrEqual(SANDBOX_SLOTS + 2);
   });
 });
