@@ -112,26 +112,7 @@ export async function runRollout(opts: RolloutOptions): Promise<RolloutResult> {
   const signal = opts.signal ? AbortSignal.any([timeout.signal, opts.signal]) : timeout.signal;
   const { driver } = opts;
 
-  const result: RolloutResult = {
-    example_id: opts.example_id,
-    rollout: opts.rollout,
-    reset: opts.reset,
-    episode_id: null,
-    prompt: [],
-    completion: [],
-    answer: null,
-    info: null,
-    env_info: {},
-    reward: null,
-    metrics: null,
-    done: false,
-    truncated: false,
-    turns: 0,
-    error: null,
-    retries: 0,
-    timing: { generation_ms: 0, scoring_ms: 0, env_ms: 0, total_ms: 0 },
-    usage: emptyUsage(),
-  };
+  const result = blankResult({ example_id: opts.example_id, rollout: opts.rollout, reset: opts.reset });
   const envCall = async <T>(fn: () => Promise<T>): Promise<T> => {
     const t = performance.now();
     try {
@@ -369,7 +350,8 @@ export async function runRollouts(opts: RunOptions): Promise<RolloutResult[]> {
   return results;
 }
 
-function notStarted(job: RolloutJob, reason: unknown): RolloutResult {
+/** A job's result before anything happened: what a rollout fills in as it goes. */
+function blankResult(job: RolloutJob): RolloutResult {
   return {
     ...job,
     episode_id: null,
@@ -383,12 +365,15 @@ function notStarted(job: RolloutJob, reason: unknown): RolloutResult {
     done: false,
     truncated: false,
     turns: 0,
-    error: `not started: ${describeError(reason)}`,
+    error: null,
     retries: 0,
     timing: { generation_ms: 0, scoring_ms: 0, env_ms: 0, total_ms: 0 },
     usage: emptyUsage(),
-    interrupted: true,
   };
+}
+
+function notStarted(job: RolloutJob, reason: unknown): RolloutResult {
+  return { ...blankResult(job), error: `not started: ${describeError(reason)}`, interrupted: true };
 }
 
 /** The run was stopped from outside (Ctrl-C, SIGTERM): the reason runRollouts' signal aborts with. */
