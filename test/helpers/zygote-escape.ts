@@ -16,12 +16,13 @@
  * With and without bubblewrap: the measures inside the zygote hold alone. Each test file gives its
  * engine's profile, fixture and its own cases; the rest is here.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { describeConfinement, type ProgramProfile } from "../../src/sandbox/confine.ts";
 import type { HostPoolSandbox } from "../../src/sandbox/host-pool.ts";
 import type { ZygoteSandboxOptions } from "../../src/sandbox/zygote-pool.ts";
+import { processesBelow } from "./processes.ts";
 
 /** What an attempt of ATTACKS became. */
 export type Attempts = Record<string, { ok: boolean; value?: unknown; code?: string }>;
@@ -142,29 +143,15 @@ export function escapeProfile(real: ProgramProfile, fixture: string, ...extra: s
 /** Zygote processes of an escape fixture below this test process. */
 export function fixtureZygotes(fixture: string): number[] {
   const file = basename(fixture);
-  const parents = new Map<number, number>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // Gone.
-    }
-  }
-  const below = (pid: number): boolean => {
-    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true;
-    return false;
-  };
-  return [...parents.keys()].filter((pid) => {
-    if (!below(pid)) return false;
+  const below = processesBelow();
+  return [...below].flatMap(([pid, parent]) => {
     try {
       const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
       // The zygote (run by python), not bubblewrap nor the zygote's children (whose parent is python).
-      const parentArgv = readFileSync(`/proc/${parents.get(pid)!}/cmdline`, "utf8").split("\0");
-      return argv[0]!.includes("python") && argv.some((a) => a.endsWith(file)) && !parentArgv[0]!.includes("python");
+      const parentArgv = readFileSync(`/proc/${parent}/cmdline`, "utf8").split("\0");
+      return argv[0]!.includes("python") && argv.some((a) => a.endsWith(file)) && !parentArgv[0]!.includes("python") ? [pid] : [];
     } catch {
-      return false;
+      return [];
     }
   });
 }
