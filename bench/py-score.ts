@@ -72,9 +72,9 @@ export async function benchPyScore(): Promise<void> {
   console.log("| answer | tree | p50 ms | p90 ms | mean ms | p50 vs before | mean vs before |");
   console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  for (const row of rows) row.ms.sort((a, b) => a - b);
   for (const row of rows) {
-    row.ms.sort((a, b) => a - b);
-    const before = rows.find((r) => r.kind === row.kind && r.tree !== rows[0]!.tree);
+    const before = row.tree === rows[0]!.tree ? rows.find((r) => r.kind === row.kind && r.tree !== row.tree) : undefined;
     const ratio = (f: (xs: number[]) => number) => (before ? `${(f(row.ms) / f(before.ms)).toFixed(2)}x` : "—");
     console.log(`| ${row.kind} | ${row.tree} | ${fmt(percentile(row.ms, 50), 1)} | ${fmt(percentile(row.ms, 90), 1)} | ${fmt(mean(row.ms), 1)} | ${ratio((xs) => percentile(xs, 50))} | ${ratio(mean)} |`);
   }
