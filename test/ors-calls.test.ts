@@ -11,40 +11,14 @@ import { serve, type ServerType } from "@hono/node-server";
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
-import { defineTool } from "../src/env/define-tool.ts";
-import { defineEnvironment } from "../src/env/environment.ts";
 import { createApp } from "../src/server/app.ts";
 import { inlineEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import slowTools, { runs } from "./fixtures/ors-slow-env.ts";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 
 const HEARTBEAT_MS = Math.round(200 * cpuSlowdown());
-/** Tool runs started, by their `tag` (each call's own). */
-const runs = new Map<string, number>();
-
-const slowTools = defineEnvironment({
-  name: "slow-tools",
-  description: "One tool that takes as long as it is asked to.",
-  version: "0.0.1",
-  dataset: () => [{ prompt: "Wait.", answer: "ok" }],
-  maxTurns: 20,
-  tools: [
-    defineTool({
-      name: "wait",
-      description: "Waits `ms` milliseconds, then says so.",
-      parameters: z.object({ ms: z.number().int().min(0).max(600_000), tag: z.string() }).strict(),
-      timeoutMs: 600_000,
-      run: async ({ ms, tag }) => {
-        runs.set(tag, (runs.get(tag) ?? 0) + 1);
-        await new Promise((resolve) => setTimeout(resolve, ms));
-        return `waited ${ms} ms`;
-      },
-    }),
-  ],
-  rubric: [{ name: "done", fn: () => 1 }],
-});
 
 interface Served {
   url: string;
