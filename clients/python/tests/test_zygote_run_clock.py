@@ -13,10 +13,10 @@ import struct
 import sys
 import time
 import unittest
-from pathlib import Path
 
-ZYGOTE_DIR = Path(__file__).resolve().parents[3] / "src" / "sandbox" / "python-zygote"
-sys.path.insert(0, str(ZYGOTE_DIR))
+from _support import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "src" / "sandbox" / "python-zygote"))
 
 LINUX = sys.platform.startswith("linux")
 if LINUX:
