@@ -21,6 +21,7 @@ import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
 import { JudgeClient } from "./server/judge-client.ts";
+import { MemoryOrsSessions, ORS_SESSIONS } from "./server/ors.ts";
 
 export interface RunningServer {
   url: string;
@@ -91,6 +92,8 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     // And large answers on their way out (many connections not reading them).
     answers: nodeAnswers(budget),
     token: config.token,
+    // ORS sessions: each client its share of them, as of the episodes.
+    orsSessions: new MemoryOrsSessions({ maxPerClient: Math.max(1, Math.floor(ORS_SESSIONS * clientShare)) }),
     // Browsers: only this server's own pages (and listed origins); on a loopback address, only
     // loopback Host names (DNS rebinding).
     allowedOrigins: config.allowedOrigins,
