@@ -134,6 +134,25 @@ describe("host affinity", () => {
     await episode.dispose();
   });
 
+  it("run: every run in a host that served none before, killed after it; fresh spares (one per slot) started ahead", async () => {
+    const { sandbox, killed } = pool("run", 2);
+    await sandbox.warm(2);
+    expect(sandbox.started).toBe(2);
+    const results: number[] = [];
+    for (let i = 0; i < 5; i++) results.push((await sandbox.run("1", { client: "A", queueKey: "e1" })).result as number);
+    // Two at once, same client and episode: two more fresh hosts.
+    const both = await Promise.all([sandbox.run("5", { client: "A", queueKey: "e1" }), sandbox.run("5", { client: "A", queueKey: "e1" })]);
+    results.push(...both.map((r) => r.result as number));
+    expect(new Set(results).size).toBe(7);
+    await expect.poll(() => killed.length).toBe(7);
+    expect(killed.sort((a, b) => a - b)).toEqual([...results].sort((a, b) => a - b));
+    // A used host is never handed back: what is left are the spares, never more than one per slot.
+    expect(sandbox.hosts).toBe(2);
+    // Killing a host after its one run is the plan, not a replacement.
+    expect(sandbox.replaced).toBe(0);
+    await sandbox.dispose();
+  });
+
   it("fairness is nested: a client's many episodes share one client's turns", async () => {
     const { sandbox } = pool("off", 1);
     const order: string[] = [];

@@ -1,11 +1,12 @@
 /**
- * The residual of an escape, bounded by the server as it is configured by default: sandbox hosts
- * are dedicated to a client (ENVWORKER_SANDBOX_AFFINITY=client). Two tokens make two clients
+ * The residual of an escape on isolated-vm when the operator opts into reused hosts
+ * (ENVWORKER_SANDBOX=isolated-vm with ENVWORKER_SANDBOX_AFFINITY=client or episode; unset, each
+ * host serves one run: test/isolated-vm-single-use-escape.test.ts). Two tokens make two clients
  * (client-id.ts). Client A's guest is handed a deliberate escape (its JavaScript tool runs in a host
  * that runs code as host-side JavaScript: test/fixtures/confine/escape-host.ts) and takes over the
  * host: it rewrites every later answer of that process so that js-code's hidden tests all pass
  * (it answers with the right outputs: the expected values themselves never reach a sandbox).
- * Client B then scores a wrong solution. With the default, B's reward is its own (0); with
+ * Client B then scores a wrong solution. With client affinity, B's reward is its own (0); with
  * affinity off (the control) B's reward is forged to 1.0. A's own later /score runs in A's host
  * either way (the residual: a client can forge only its own rewards).
  */
@@ -72,13 +73,13 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function serve(affinity: SandboxAffinity | undefined): Promise<RunningServer> {
+async function serve(affinity: SandboxAffinity): Promise<RunningServer> {
   // Two slots: three hosts at most with affinity (A's, B's and a spare, so neither client's is
   // stopped to make room here); with affinity off, these runs one after another all go to one host.
   return (server = await startServer(
     [mathTools, jsCode],
-    { port: 0, token: "token-of-a,token-of-b", sandboxConcurrency: 2, ...(affinity ? { sandboxAffinity: affinity } : {}) },
-    { makeSandbox: (o) => escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: o.maxConcurrency, ...(o.affinity ? { affinity: o.affinity } : {}) }) },
+    { port: 0, token: "token-of-a,token-of-b", sandbox: "isolated-vm", sandboxConcurrency: 2, sandboxAffinity: affinity },
+    { makeSandbox: (o) => escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: o.maxConcurrency, affinity: o.affinity }) },
   ));
 }
 
@@ -100,7 +101,7 @@ async function rewardOf(url: string, headers: Record<string, string>): Promise<n
 
 describe("an escaped guest and other clients' rewards, through the server's own wiring", () => {
   it.each([
-    { name: "the default (client)", affinity: undefined, forgedForB: 0 },
+    { name: "client", affinity: "client" as const, forgedForB: 0 },
     { name: "episode", affinity: "episode" as const, forgedForB: 0 },
     { name: "off (the control)", affinity: "off" as const, forgedForB: 1 },
   ])("affinity $name: client B's wrong answer scores $forgedForB", async ({ affinity, forgedForB }) => {
