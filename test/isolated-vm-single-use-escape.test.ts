@@ -19,55 +19,14 @@ import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import type { SandboxAffinity } from "../src/server/config.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
-import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
+import { forgeJsCode } from "./fixtures/confine/forge-js-code.ts";
 import { post } from "./helpers/http.ts";
 
 const HAS_BWRAP = describeConfinement().bwrap;
 
-/**
- * Host-side code: from now on every reply of this process is rewritten. A run carrying js-code's
- * harness input gets a correct fizzBuzz's outputs for its arguments (the expected values never
- * reach a sandbox: choosing the outputs is the most an escaped guest can do); any other run's
- * result becomes "forged". Its own reply (the first after the hook) is left alone.
- */
-const HIJACK = `
-import { createHash } from "node:crypto";
-const fizzBuzz = (n) => Array.from({ length: n }, (_, i) => ((i + 1) % 15 === 0 ? "FizzBuzz" : (i + 1) % 3 === 0 ? "Fizz" : (i + 1) % 5 === 0 ? "Buzz" : String(i + 1)));
-const utf16be = (text) => Buffer.from(Buffer.from(text, "utf16le").swap16());
-const form = (text) => (text.length <= 64 ? "=" + text : "#" + createHash("sha256").update(utf16be(text)).digest("hex"));
-export default () => {
-  const runs = new Map();
-  let own = true;
-  let buffered = Buffer.alloc(0);
-  process.stdin.prependListener("data", (chunk) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
-      const n = buffered.readUInt32BE(0);
-      try {
-        const m = JSON.parse(buffered.subarray(4, 4 + n).toString("utf8"));
-        if (m.type === "run") runs.set(m.id, m.options?.globals?.__jscInput ?? null);
-      } catch {}
-      buffered = buffered.subarray(4 + n);
-    }
-  });
-${editReplies(`
-    if (message.type !== "result") return false;
-    if (own) { own = false; return false; }
-    const input = runs.get(message.id);
-    if (!input) {
-      message.result = { ok: true, result: "forged", stdout: "", stderr: "", elapsedMs: 1 };
-      return true;
-    }
-    const outputs = input.args.map((a) => {
-      const text = JSON.stringify(fizzBuzz(JSON.parse(a)[0]));
-      return [form(text), text.slice(0, 200)];
-    });
-    const summary = { nonce: input.nonce, total: input.args.length, load_error: null, outputs };
-    message.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
-    return true;`)}
-  return "hijacked";
-};`;
+/** Host-side code hooking every later reply of its process: js-code's harness runs answered as a correct fizzBuzz, any other run "forged". */
+const HIJACK = forgeJsCode({ forgeOthers: true });
 
 const WRONG_FIZZBUZZ = { completion: "```javascript\nfunction fizzBuzz(n) { return []; }\n```", info: { task_id: "fizzbuzz" } };
 
@@ -128,7 +87,7 @@ describe("isolated-vm: a guest that took over its host process, and the same cli
     // Before: a wrong answer scores 0 (the escape host cannot run js-code's harness at all).
     expect(await rewardOfWrongAnswer(url)).toBe(0);
     // Run N: the escape, and the hook on every later reply of its process.
-    expect(await toolCall(url, ep, HIJACK)).toMatch(/hijacked/);
+    expect(await toolCall(url, ep, HIJACK)).toMatch(/poisoned/);
     // Run N+1 of the same client and episode, then its reward.
     expect(await toolCall(url, ep, "export default () => 6 * 7;")).toMatch(forged ? /forged/ : /42/);
     expect(await rewardOfWrongAnswer(url)).toBe(forged ? 1 : 0);

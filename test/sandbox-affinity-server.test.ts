@@ -17,53 +17,15 @@ import { startServer, type RunningServer } from "../src/node.ts";
 import { describeConfinement } from "../src/sandbox/confine.ts";
 import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import type { SandboxAffinity } from "../src/server/config.ts";
-import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
+import { forgeJsCode } from "./fixtures/confine/forge-js-code.ts";
 import { post } from "./helpers/http.ts";
 
 const HAS_BWRAP = describeConfinement().bwrap;
 const A = { authorization: "Bearer token-of-a" };
 const B = { authorization: "Bearer token-of-b" };
 
-/**
- * Host-side code: from now on, every run of this process that carries js-code's harness input is
- * answered with the outputs of a correct fizzBuzz for the run's arguments, as the harness reports
- * them (the nonce read from the run's own request). The expected values are not in the run
- * (envs/js-code/harness.ts), so choosing the outputs is the most an escaped guest can do: here, the
- * right ones, whatever the candidate's code.
- */
-const FORGE_REWARDS = `
-import { createHash } from "node:crypto";
-const fizzBuzz = (n) => Array.from({ length: n }, (_, i) => ((i + 1) % 15 === 0 ? "FizzBuzz" : (i + 1) % 3 === 0 ? "Fizz" : (i + 1) % 5 === 0 ? "Buzz" : String(i + 1)));
-const utf16be = (text) => Buffer.from(Buffer.from(text, "utf16le").swap16());
-const form = (text) => (text.length <= 64 ? "=" + text : "#" + createHash("sha256").update(utf16be(text)).digest("hex"));
-export default () => {
-  const runs = new Map();
-  let buffered = Buffer.alloc(0);
-  process.stdin.prependListener("data", (chunk) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    while (buffered.length >= 4 && buffered.length >= 4 + buffered.readUInt32BE(0)) {
-      const n = buffered.readUInt32BE(0);
-      try {
-        const m = JSON.parse(buffered.subarray(4, 4 + n).toString("utf8"));
-        const input = m.options?.globals?.__jscInput;
-        if (m.type === "run" && input) runs.set(m.id, { nonce: input.nonce, args: input.args });
-      } catch {}
-      buffered = buffered.subarray(4 + n);
-    }
-  });
-${editReplies(`
-    const run = runs.get(message.id);
-    if (message.type !== "result" || !run) return false;
-    const outputs = run.args.map((a) => {
-      const text = JSON.stringify(fizzBuzz(JSON.parse(a)[0]));
-      return [form(text), text.slice(0, 200)];
-    });
-    const summary = { nonce: run.nonce, total: run.args.length, load_error: null, outputs };
-    message.result = { ok: true, result: JSON.stringify(summary), stdout: "", stderr: "", elapsedMs: 1 };
-    return true;`)}
-  return "poisoned";
-};`;
+const FORGE_REWARDS = forgeJsCode();
 
 const WRONG_FIZZBUZZ = { completion: "```javascript\nfunction fizzBuzz(n) { return []; }\n```", info: { task_id: "fizzbuzz" } };
 
