@@ -13,11 +13,13 @@
  * specifiers that bundlers do not follow. See README.md.
  */
 import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./quickjs.ts";
-import { envVar, isNode } from "./platform.ts";
+import { isNode } from "./platform.ts";
+import { SANDBOX_KINDS, sandboxKindFromEnv } from "./kind.ts";
 import type { RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
 import type { HostAffinity } from "./host-pool.ts";
 
 export { DEFAULT_LIMITS, TRUNCATION_MARKER } from "./types.ts";
+export { SANDBOX_KINDS, sandboxKindFromEnv };
 export type { JsonValue, RunError, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
 export { createQuickJSSandbox, QuickJSSandbox, quickjsVariant, type QuickJSSandboxOptions } from "./quickjs.ts";
 export { createDeadline, DEFAULT_CALLS_PER_MS, type Deadline, type DeadlineOptions, type DeadlineStrategy } from "./deadline.ts";
@@ -25,7 +27,6 @@ export { resolveLimits } from "./options.ts";
 export { CancelledError } from "./limiter.ts";
 export { anySignal, scopedSandbox, type SandboxScope } from "./scope.ts";
 
-export const SANDBOX_KINDS: readonly SandboxKind[] = ["quickjs", "isolated-vm"];
 
 export interface CreateSandboxOptions {
   /** Max concurrent runs = threads/processes (default: number of CPUs on Node, 1 for in-process QuickJS). */
@@ -42,13 +43,6 @@ export interface CreateSandboxOptions {
   affinity?: HostAffinity;
 }
 
-/** ENVWORKER_SANDBOX from `env` (default: process.env where there is one), validated; the platform default when unset. */
-export function sandboxKindFromEnv(env: Record<string, string | undefined> = { ENVWORKER_SANDBOX: envVar("ENVWORKER_SANDBOX") }): SandboxKind {
-  const value = env.ENVWORKER_SANDBOX;
-  if (value === undefined || value === "") return "quickjs";
-  if ((SANDBOX_KINDS as readonly string[]).includes(value)) return value as SandboxKind;
-  throw new Error(`ENVWORKER_SANDBOX must be one of ${SANDBOX_KINDS.join(", ")}; got ${JSON.stringify(value)}`);
-}
 
 /**
  * The affinity a server gives an engine's hosts, from the operator's choice (undefined: none). The

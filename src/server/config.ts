@@ -1,5 +1,5 @@
 /** Server settings from the environment, each with its documented default. */
-import { sandboxKindFromEnv } from "../sandbox/index.ts";
+import { sandboxKindFromEnv } from "../sandbox/kind.ts";
 import type { SandboxKind } from "../sandbox/types.ts";
 import { allowedOrigins } from "./browser-guards.ts";
 
