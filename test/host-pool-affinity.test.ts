@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { HostExit, HostHandle } from "../src/sandbox/host-handles.ts";
 import type { HostReply, HostRequest } from "../src/sandbox/host-protocol.ts";
 import { HostPoolSandbox, type HostAffinity } from "../src/sandbox/host-pool.ts";
+import { breaksPerRunRule, serverAffinity } from "../src/sandbox/index.ts";
 
 /** A host that answers a run after `code` ms with its own number as the result. */
 function fakeHost(n: number, killed: number[]): HostHandle {
@@ -163,5 +164,25 @@ describe("host affinity", () => {
     // B's three runs are served in the first six turns, not after A's six episodes.
     expect(order.slice(0, 6)).toEqual(["A", "B", "A", "B", "A", "B"]);
     await sandbox.dispose();
+  });
+});
+
+describe("the affinity a server gives each engine (serverAffinity)", () => {
+  it("unset: isolated-vm a host per run, the zygotes a zygote per client; a chosen one is kept, but \"run\" never makes single-use zygotes", () => {
+    expect(serverAffinity("isolated-vm", undefined)).toBe("run");
+    expect(serverAffinity("quickjs", undefined)).toBe("client");
+    expect(serverAffinity("python", undefined)).toBe("client");
+    // The zygotes fork a fresh child per run whatever their affinity: "run" would only add a start-up per run.
+    expect(serverAffinity("quickjs", "run")).toBe("client");
+    expect(serverAffinity("python", "run")).toBe("client");
+    for (const chosen of ["client", "episode", "off"] as const) {
+      expect(serverAffinity("isolated-vm", chosen)).toBe(chosen);
+      expect(serverAffinity("quickjs", chosen)).toBe(chosen);
+      // Only reused isolated-vm hosts let a broken engine reach later runs: the server warns then.
+      expect(breaksPerRunRule("isolated-vm", chosen)).toBe(true);
+      expect(breaksPerRunRule("quickjs", chosen)).toBe(false);
+    }
+    expect(breaksPerRunRule("isolated-vm", undefined)).toBe(false);
+    expect(breaksPerRunRule("isolated-vm", "run")).toBe(false);
   });
 });
