@@ -1,6 +1,7 @@
 /**
  * What dedicating sandbox hosts to an EPISODE costs against dedicating them to a CLIENT (the
- * default; ENVWORKER_SANDBOX_AFFINITY, src/sandbox/README.md "The residual"), for the engines whose
+ * zygotes' default; on isolated-vm an operator's opt-in, the default being a host per run:
+ * bench/js-fresh.ts; ENVWORKER_SANDBOX_AFFINITY, src/sandbox/README.md "The residual"), for the engines whose
  * hosts are cheap enough to consider it (isolated-vm, QuickJS: a host start-up is ~0.5 s). A
  * trainer's pattern: one client plays episodes two at a time, each episode `RUNS_PER_EPISODE` runs
  * one after another (tool calls, a code reward), on a pool of 2 hosts (3 with affinity: one
