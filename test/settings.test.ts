@@ -23,7 +23,9 @@ const DOCUMENTED = readmeSettings().flatMap((r) => r.names);
 /** Settings with a live test below (filled while the tests are collected). */
 const TESTED = new Set<string>();
 /** A test of a setting: registers it, so the drift check knows it is covered. */
-function setting(names: string[], title: string, fn: () => Promise<void>, timeout = 60_000) {
+// 180 s: a test starts live servers of its own (and sandbox processes); at load ~20 (CI's suite beside
+// other work on 2 cores) two of them in turn took more than a minute.
+function setting(names: string[], title: string, fn: () => Promise<void>, timeout = 180_000) {
   for (const n of names) TESTED.add(n);
   it(`${names.join(", ")}: ${title}`, fn, timeout);
 }
