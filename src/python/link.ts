@@ -135,6 +135,8 @@ export class PythonLink {
   }
 
   private error(env: string, method: string, f: CallFailure): Error {
+    // Args the schema accepts that the args class's __post_init__ refuses: the client's input.
+    if (f.reason === "ERROR" && f.type === "ArgsError") return new ApiError("VALIDATION_ERROR", `invalid args for ${env}: ${f.message}`);
     if (f.reason === "ERROR") return new PythonError(f.type, f.message, f.traceback);
     return new ApiError("EXECUTION_ERROR", `${env}: ${method}: ${f.message}`, { reason: f.reason });
   }
