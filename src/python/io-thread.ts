@@ -119,7 +119,7 @@ function lost(p: Proc, why: string, except?: Call): void {
     if (call.timer) clearTimeout(call.timer);
     call.timer = undefined;
     call.proc = undefined;
-    if (++call.attempts >= MAX_ATTEMPTS) fail(call, { reason: "CRASHED", message: `the Python worker died while running ${call.method}: ${why}` });
+    if (++call.attempts >= MAX_ATTEMPTS) fail(call, { reason: "CRASHED", message: `the Python worker died under it: ${why}` });
     else void send(call);
   }
 }
@@ -231,7 +231,7 @@ function resume(call: Call): void {
 
 function timedOut(call: Call): void {
   const p = call.proc;
-  fail(call, { reason: "TIMEOUT", message: `${call.method} took longer than ${settings.timeoutMs / 1000} s (ENVWORKER_PYTHON_TIMEOUT_S)` });
+  fail(call, { reason: "TIMEOUT", message: `it took longer than ${settings.timeoutMs / 1000} s (ENVWORKER_PYTHON_TIMEOUT_S)` });
   if (p) lost(p, `a call (${call.method}) passed its deadline`, call);
 }
 

@@ -143,7 +143,13 @@ export function workerProfile(target: string, settings: PythonSettings): Program
       const { executable, readable: files } = pythonInterpreter(settings.python);
       const src = clientSource();
       const readable = [...files, src];
-      if (target.startsWith("/")) readable.push(existsSync(target) && !target.endsWith(".py") ? target : dirname(target));
+      if (target.startsWith("/")) {
+        const dir = existsSync(target) && !target.endsWith(".py") ? target : dirname(target);
+        if (!othersCanRead(target)) {
+          throw new Error(`${target} cannot be read by the Python worker's own user (the server runs as root, and the worker as a user of its own): make it and the folders above it readable by others (chmod o+rX), or move it`);
+        }
+        readable.push(dir);
+      }
       return { executable, args: ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes)], readable: [...new Set(readable)] };
     },
   };
