@@ -12,7 +12,7 @@ import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 let server: ServeProcess;
 
 beforeAll(async () => {
-  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py"], {
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py", "--port", "0"], {
     ENVWORKER_PYTHON_TIMEOUT_S: "2",
     ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
   });

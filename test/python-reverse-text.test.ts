@@ -15,7 +15,7 @@ import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 let server: ServeProcess;
 
 beforeAll(async () => {
-  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py"]);
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "--port", "0"]);
 }, 180_000);
 afterAll(async () => {
   await server?.stop();
