@@ -163,6 +163,11 @@ function startProcess(): Proc {
       let buffered: Buffer[] = [];
       let size = 0;
       child.stdout!.on("data", (chunk: Buffer) => {
+        // A process being killed may still be sending (the rest of an oversized line): dropped.
+        if (p.dead) {
+          buffered = [];
+          return;
+        }
         let start = 0;
         for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
           const piece = chunk.subarray(start, nl);
@@ -172,11 +177,16 @@ function startProcess(): Proc {
           start = nl + 1;
           if (line.length > settings.maxMessageBytes) return tooLarge(p, line);
           receive(p, line, resolveReady, rejectReady);
+          if (p.dead) return;
         }
         if (start < chunk.length) {
           buffered.push(chunk.subarray(start));
           size += chunk.length - start;
-          if (size > settings.maxMessageBytes) tooLarge(p, Buffer.concat(buffered));
+          if (size > settings.maxMessageBytes) {
+            const head = Buffer.concat(buffered.slice(0, 8)).subarray(0, 64);
+            buffered = [];
+            tooLarge(p, head);
+          }
         }
       });
       child.stderr!.on("data", (chunk: Buffer) => passStderr(chunk, p));
