@@ -37,6 +37,7 @@ describe("Python targets", () => {
     expect(isPythonModule("kebab-case-name")).toBe(false);
     expect(isPythonModule("../path")).toBe(false);
     expect(isPythonModule("json")).toBe(true); // the standard library's: importable by every interpreter
+    expect(isPythonModule("envworker.authoring")).toBe(true); // envworker's own package, as the worker sees it
     expect(isPythonModule("surely_no_such_module_here")).toBe(false);
   });
 

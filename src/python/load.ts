@@ -10,7 +10,7 @@ import { filesStamp } from "../node/source-files.ts";
 import type { Environment } from "../env/environment.ts";
 import { pythonEnvironment } from "./environment.ts";
 import { linkFor } from "./link.ts";
-import { pythonInterpreter, pythonSettings } from "./settings.ts";
+import { clientSource, pythonInterpreter, pythonSettings } from "./settings.ts";
 
 /** The environments `target` exposes, each calling its worker (one per target and thread). */
 export async function pythonEnvironments(target: string): Promise<Environment[]> {
@@ -73,7 +73,11 @@ export function isPythonModule(name: string): boolean {
     return false;
   }
   try {
-    execFileSync(python, ["-I", "-c", "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)", name], { env: {}, stdio: "ignore", timeout: 60_000 });
+    // As the worker sees modules: envworker's own Python package first (a catalog inside it is found
+    // too). Only the top-level name is looked up: finding `a.b` would run a's code here, unconfined;
+    // a missing submodule is the worker's load error.
+    const find = "import importlib.util, sys; sys.path.insert(0, sys.argv[2]); sys.exit(0 if importlib.util.find_spec(sys.argv[1].split('.')[0]) else 3)";
+    execFileSync(python, ["-I", "-c", find, name, clientSource()], { env: {}, stdio: "ignore", timeout: 60_000 });
     return true;
   } catch {
     return false;
