@@ -3,7 +3,8 @@
  * (envs/reverse-text/index.ts), on one live server: the same prompts for the same seeds and args,
  * and the same reward and metrics, to the last bit, for several hundred completions scored through
  * POST /score (exact, partial, wrong, untagged, padded with every kind of whitespace, astral
- * characters, several turns, replies cut at 4,000 characters, answers refused as too long).
+ * characters, several turns, replies cut at 4,000 characters, answers refused as too long, and
+ * pathological pairs on both sides of the comparison's step budget).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import evalTexts from "../envs/reverse-text/data/eval.json" with { type: "json" };
@@ -101,6 +102,15 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
     expect(items.length).toBeGreaterThan(700);
     // An answer longer than the compared maximum is refused by both (reward 0, an error reported).
     items.push({ completion: [{ role: "assistant", content: tagged("x") }], answer: "y".repeat(4001) });
+    // Pathological pairs (a periodic text against itself with every other symbol changed), on
+    // both sides of the step budget: computed alike below it, refused alike above it.
+    const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    let refused = 0;
+    for (const n of [400, 1000, 1600, 2400, 4000]) {
+      const periodic = Array.from({ length: n }, (_, i) => sym(i % 120)).join("");
+      const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
+      items.push({ completion: [{ role: "assistant", content: tagged(periodic) }], answer: holes });
+    }
     let exact = 0;
     let partial = 0;
     for (let i = 0; i < items.length; i += 256) {
@@ -114,6 +124,7 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
         expect(b.reward, `item ${i + k}: ${JSON.stringify(batch[k]).slice(0, 200)}`).toBe(a.reward);
         expect(b.metrics).toEqual(a.metrics);
         expect(Boolean(b.errors)).toBe(Boolean(a.errors));
+        if (a.errors?.lcs_reward_func?.includes("SequenceWorkLimitError")) refused++;
         if (a.reward === 1) exact++;
         else if (a.reward > 0) partial++;
       }
@@ -121,5 +132,7 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
     // The comparison covers all three outcomes, not only one.
     expect(exact).toBeGreaterThan(50);
     expect(partial).toBeGreaterThan(300);
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThan(5);
   }, 300_000);
 });

@@ -7,6 +7,7 @@ every completion alike (test/python-reverse-text.test.ts compares them). The rew
 ratio, which Python has natively (the TypeScript one is src/pycompat/difflib.ts).
 """
 
+import bisect
 import difflib
 import json
 import os
@@ -22,6 +23,12 @@ TEXTS = {split: json.load(open(os.path.join(HERE, "data", f"{split}.json"), enco
 #: The most code points compared (index.ts MAX_COMPARED_CHARS): difflib's work grows with the
 #: product of the lengths, so the parsed reply is cut here and a longer answer is refused.
 MAX_COMPARED_CHARS = 4000
+
+#: The most difflib steps one comparison may take (index.ts MAX_COMPARE_STEPS, counted as
+#: src/pycompat/difflib.ts counts them): lengths alone do not bound the work, and a pathological
+#: pair of 4,000 characters took Python's difflib 16 s here. Past it the comparison is refused
+#: (reported, reward 0), exactly where the TypeScript one refuses it.
+MAX_COMPARE_STEPS = 5_000_000
 
 #: What JavaScript's String.prototype.trim removes, which index.ts uses where verifiers' regex has
 #: \s: stripping exactly these keeps the two ports equal on every reply (Python's str.strip()
@@ -74,11 +81,39 @@ def parse_answer(completion, tag: str) -> Optional[str]:
     return None
 
 
+class SequenceWorkLimitError(RuntimeError):
+    pass
+
+
+class BoundedMatcher(difflib.SequenceMatcher):
+    """difflib's matcher with the step budget of src/pycompat/difflib.ts: before each element of
+    `a` that find_longest_match scans, the steps so far must be within the budget; each element
+    costs one step plus one per index of `b` it visits (those in [blo, bhi)). Results within the
+    budget are difflib's own."""
+
+    def __init__(self, a: str, b: str, max_work: int) -> None:
+        self.steps = 0
+        self.max_work = max_work
+        super().__init__(None, a, b)
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        ahi = len(self.a) if ahi is None else ahi
+        bhi = len(self.b) if bhi is None else bhi
+        for i in range(alo, ahi):
+            if self.steps > self.max_work:
+                raise SequenceWorkLimitError(f"difflib: the comparison needs more than {self.max_work} steps (pathological input)")
+            js = self.b2j.get(self.a[i], ())
+            self.steps += 1 + bisect.bisect_left(js, bhi) - bisect.bisect_left(js, blo)
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
 def lcs_reward_func(completion, answer: str) -> float:
     if len(answer) > MAX_COMPARED_CHARS:
         raise ValueError(f"the answer has {len(answer)} characters, more than the {MAX_COMPARED_CHARS} compared")
     parsed = (parse_answer(completion, "reversed_text") or "")[:MAX_COMPARED_CHARS]
-    return difflib.SequenceMatcher(None, parsed, answer).ratio()
+    if parsed == answer:
+        return 1.0  # difflib's ratio of equal strings, without its work (as the TypeScript one)
+    return BoundedMatcher(parsed, answer, MAX_COMPARE_STEPS).ratio()
 
 
 environment = Environment(
