@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { scaffoldPython } from "../src/cli/init.ts";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { SERVER_NODE_FLAGS } from "./helpers/serve-process.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -35,7 +36,7 @@ describe("envworker init --python", () => {
 
   it("passes envworker validate", () => {
     expect(existsSync(join(pkg, "guess_py", "env.py"))).toBe(true);
-    const out = execFileSync(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "validate", pkg], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
+    const out = execFileSync(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "validate", pkg], { cwd: ROOT, env: { ...process.env, ...WORKER_PYTHON }, encoding: "utf8", timeout: 300_000 });
     expect(out).toMatch(/PASS guess-py/);
     expect(out).toMatch(/POST \/score of the played completion gives the episode's reward/);
     expect(out).not.toMatch(/FAIL/);

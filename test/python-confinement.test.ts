@@ -7,6 +7,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 const FIXTURE = "./test/fixtures/python/probe_env.py";
@@ -15,8 +16,8 @@ let networked: ServeProcess;
 
 beforeAll(async () => {
   [confined, networked] = await Promise.all([
-    spawnServe([FIXTURE, "--port", "0"], { ENVWORKER_TOKEN: "probe-secret" }),
-    spawnServe([FIXTURE, "--port", "0"], { ENVWORKER_TOKEN: "probe-secret", ENVWORKER_PYTHON_NETWORK: "1" }),
+    spawnServe([FIXTURE, "--port", "0"], { ...WORKER_PYTHON, ENVWORKER_TOKEN: "probe-secret" }),
+    spawnServe([FIXTURE, "--port", "0"], { ...WORKER_PYTHON, ENVWORKER_TOKEN: "probe-secret", ENVWORKER_PYTHON_NETWORK: "1" }),
   ]);
 }, 180_000);
 afterAll(async () => {

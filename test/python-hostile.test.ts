@@ -8,12 +8,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 import { request } from "./helpers/http.ts";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 let server: ServeProcess;
 
 beforeAll(async () => {
   server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py", "--port", "0"], {
+    ...WORKER_PYTHON,
     ENVWORKER_PYTHON_TIMEOUT_S: "2",
     ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
   });

@@ -9,6 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../src/python/load.ts";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
+
+Object.assign(process.env, WORKER_PYTHON);
 
 const dir = mkdtempSync(join(tmpdir(), "envworker-python-load-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

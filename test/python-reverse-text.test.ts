@@ -12,12 +12,13 @@ import trainTexts from "../envs/reverse-text/data/train.json" with { type: "json
 import { PyRandom } from "../src/pycompat/random.ts";
 import type { Message } from "../src/env/messages.ts";
 import { request } from "./helpers/http.ts";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 let server: ServeProcess;
 
 beforeAll(async () => {
-  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "--port", "0"]);
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "--port", "0"], WORKER_PYTHON);
 }, 180_000);
 afterAll(async () => {
   await server?.stop();

@@ -111,9 +111,14 @@ export function pythonInterpreter(name: string): Interpreter {
     );
     const [executable, version, paths] = JSON.parse(out) as [string, [number, number], string[]];
     if (version[0]! < 3 || (version[0] === 3 && version[1]! < 10)) throw new Error(`${candidate} is Python ${version.join(".")}; Python environments need 3.10 or newer (set ENVWORKER_PYTHON)`);
-    if (!othersCanRead(executable) && !name.includes("/")) {
-      skipped.push(executable);
-      continue;
+    if (!othersCanRead(executable)) {
+      if (!name.includes("/")) {
+        skipped.push(executable);
+        continue;
+      }
+      throw new Error(
+        `ENVWORKER_PYTHON=${name} (${executable}) cannot be read by the Python workers' own user (the server runs as root, the workers as users of their own): make it and the folders above it readable by others (chmod o+rX), or use a Python outside /root (a venv under /opt)`,
+      );
     }
     const readable = [realpathSync(executable), executable, ...paths.filter((p) => existsSync(p) && othersCanRead(p)).map((p) => realpathSync(p))];
     if (skipped.length > 0 && isMainThread) console.warn(`envworker: ${skipped.join(", ")} cannot be read by the Python workers' own user; using ${executable} (set ENVWORKER_PYTHON to choose)`);

@@ -227,7 +227,9 @@ class ServedTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = _support.EnvworkerServer("reverse-text", "./envs/reverse-text/env.py")
+        # The workers' interpreter: python3, not the ENVWORKER_PYTHON this suite may run under (CI's
+        # trainer venv, under $HOME, which a worker's own user cannot read when the tests run as root).
+        cls.server = _support.EnvworkerServer("reverse-text", "./envs/reverse-text/env.py", extra_env={"ENVWORKER_PYTHON": "python3"})
         cls.url = cls.server.start()
 
     @classmethod
