@@ -106,11 +106,19 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
     // Pathological pairs (a periodic text against itself with every other symbol changed), on
     // both sides of the step budget: computed alike below it, refused alike above it.
     const sym = (i: number) => String.fromCodePoint(0x4e00 + i);
+    // Each is a request of its own: one costs Python's difflib seconds (within the budget), and a
+    // /score call of many such is bounded by the server's deadline per call (ENVWORKER_ENV_TIMEOUT_S).
     let refused = 0;
     for (const n of [400, 1000, 1600, 2400, 4000]) {
       const periodic = Array.from({ length: n }, (_, i) => sym(i % 120)).join("");
       const holes = Array.from(periodic, (ch, i) => (i % 2 ? sym(500) : ch)).join("");
-      items.push({ completion: [{ role: "assistant", content: tagged(periodic) }], answer: holes });
+      const item = { completion: [{ role: "assistant", content: tagged(periodic) }], answer: holes };
+      const ts = await post("/envs/reverse-text/score", { items: [item] });
+      const py = await post("/envs/reverse-text-py/score", { items: [item] });
+      expect([ts.status, py.status]).toEqual([200, 200]);
+      expect(py.body.results[0].reward, `pathological pair of ${n}`).toBe(ts.body.results[0].reward);
+      expect(Boolean(py.body.results[0].errors)).toBe(Boolean(ts.body.results[0].errors));
+      if (ts.body.results[0].errors?.lcs_reward_func?.includes("SequenceWorkLimitError")) refused++;
     }
     let exact = 0;
     let partial = 0;
@@ -125,7 +133,6 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
         expect(b.reward, `item ${i + k}: ${JSON.stringify(batch[k]).slice(0, 200)}`).toBe(a.reward);
         expect(b.metrics).toEqual(a.metrics);
         expect(Boolean(b.errors)).toBe(Boolean(a.errors));
-        if (a.errors?.lcs_reward_func?.includes("SequenceWorkLimitError")) refused++;
         if (a.reward === 1) exact++;
         else if (a.reward > 0) partial++;
       }
