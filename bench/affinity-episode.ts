@@ -1,6 +1,7 @@
 /**
  * What dedicating sandbox hosts to an EPISODE costs against dedicating them to a CLIENT (the
- * default; ENVWORKER_SANDBOX_AFFINITY, src/sandbox/README.md "The residual"), for the engines whose
+ * zygotes' default; on isolated-vm an operator's opt-in, the default being a host per run:
+ * bench/js-fresh.ts; ENVWORKER_SANDBOX_AFFINITY, src/sandbox/README.md "The residual"), for the engines whose
  * hosts are cheap enough to consider it (isolated-vm, QuickJS: a host start-up is ~0.5 s). A
  * trainer's pattern: one client plays episodes two at a time, each episode `RUNS_PER_EPISODE` runs
  * one after another (tool calls, a code reward), on a pool of 2 hosts (3 with affinity: one
@@ -15,7 +16,7 @@ import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts"
 import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
 import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import { SNIPPET } from "./sandbox.ts";
-import { fmt } from "./server.ts";
+import { fmt, percentile } from "./server.ts";
 
 const EPISODES = Number(process.env.BENCH_EPISODES ?? 40);
 const RUNS_PER_EPISODE = Number(process.env.BENCH_RUNS_PER_EPISODE ?? 4);
@@ -41,7 +42,6 @@ interface EpisodeRow {
   starts: number;
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 async function row(engine: Engine, affinity: HostAffinity, runsPerEpisode: number): Promise<EpisodeRow> {
   const sandbox = engine.make(affinity);
@@ -73,8 +73,8 @@ async function row(engine: Engine, affinity: HostAffinity, runsPerEpisode: numbe
   return {
     name: `${engine.name}, affinity ${affinity}, ${runsPerEpisode} run${runsPerEpisode > 1 ? "s" : ""} an episode`,
     runsPerSec: (EPISODES * runsPerEpisode) / seconds,
-    startP50: quantile(firstAnswers, 0.5),
-    startP90: quantile(firstAnswers, 0.9),
+    startP50: percentile(firstAnswers, 50),
+    startP90: percentile(firstAnswers, 90),
     starts,
   };
 }

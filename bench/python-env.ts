@@ -56,7 +56,7 @@ async function singleSteps(base: string, env: string): Promise<number[]> {
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 export async function benchPythonEnv(): Promise<void> {
-  const server = await startBenchServer({}, ["reverse-text", "./envs/reverse-text/env.py"]);
+  const server = await startBenchServer({}, { envs: ["reverse-text", "./envs/reverse-text/env.py"] });
   try {
     // Warm: every thread's worker started, the datasets read.
     for (const env of ENVS) await autocannon({ url: server.url, connections: 4, amount: 200, requests: episode(env) });

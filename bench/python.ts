@@ -29,7 +29,7 @@ import { promisify } from "node:util";
 import type { ProgramProfile } from "../src/sandbox/confine.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
-import { fmt } from "./server.ts";
+import { fmt, percentile } from "./server.ts";
 
 const TASK = "def f(x):\n    return x * 2\nassert f(2) == 4\nassert f(-1) == -2\nf(21)";
 /** Runs per block of the fast options; the spawning ones run SLOW_RUNS. */
@@ -86,10 +86,6 @@ function treeCpuMs(): number {
     else for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) if (p === process.pid) { total += ms; break; }
   }
   return total;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 }
 
 async function once(option: Option): Promise<void> {

@@ -60,7 +60,7 @@ export async function measure(name: string, iterations: number, once: () => Prom
 
 function sandboxRun(sandbox: Sandbox, key?: () => string): () => Promise<void> {
   return async () => {
-    const r = await sandbox.run(SNIPPET, key ? { queueKey: key() } : {});
+    const r = await sandbox.run(SNIPPET, key ? { queueKey: key(), client: "trainer" } : {});
     if (!r.ok || r.result !== 500500 || r.stdout !== "sum 500500\n") throw new Error(`unexpected result ${JSON.stringify(r)}`);
   };
 }
@@ -95,13 +95,25 @@ export async function benchSandbox(): Promise<void> {
   rows.push(await measure("QuickJS in-process, fresh runtime per run (Workers)", ITERATIONS, sandboxRun(quickjs)));
   await quickjs.dispose();
 
-  const pooled = async (name: string, make: (affinity: HostAffinity) => HostPoolSandbox) => {
+  const pooled = async (name: string, make: (affinity: HostAffinity) => HostPoolSandbox, singleUse = false) => {
     const rssBefore = process.memoryUsage.rss();
-    const sandbox = make("off");
-    rows.push(await measure(`${name}, 1 at a time`, ITERATIONS, sandboxRun(sandbox)));
-    rows.push(await measure(`${name}, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox), cpus));
+    // One client's runs, hosts dedicated to it (what the server did by default for isolated-vm
+    // until the per-run rule; for one client the same hosts as affinity "off").
+    const sandbox = make("client");
+    rows.push(await measure(`${name}, affinity client, 1 at a time`, ITERATIONS, sandboxRun(sandbox, () => "trainer")));
+    rows.push(await measure(`${name}, affinity client, ${cpus} concurrent`, ITERATIONS, sandboxRun(sandbox, () => "trainer"), cpus));
     memory.push({ name, hosts: sandbox.hosts, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: sandbox.memoryBytes() / MiB });
     await sandbox.dispose();
+    if (singleUse) {
+      // Single-use hosts (affinity "run"): each run in a host that served no run before, killed
+      // after it, fresh ones started ahead (one per slot). The rate at which hosts start, with the
+      // start-up off the run's path while runs come slower than that.
+      const fresh = make("run");
+      await fresh.warm(cpus);
+      rows.push(await measure(`${name}, affinity run (single-use hosts, spares ahead), 1 at a time`, KEYED_ITERATIONS, sandboxRun(fresh, () => "trainer")));
+      rows.push(await measure(`${name}, affinity run (single-use hosts, spares ahead), ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(fresh, () => "trainer"), cpus));
+      await fresh.dispose();
+    }
     // Hosts dedicated to a queue key (README "The residual"), every run from a new key: each run
     // needs a fresh host, so this is the rate at which hosts start.
     const keyed = make("episode");
@@ -109,7 +121,7 @@ export async function benchSandbox(): Promise<void> {
     rows.push(await measure(`${name}, affinity, a new key every run, ${cpus} concurrent`, KEYED_ITERATIONS, sandboxRun(keyed, () => `k${key++}`), cpus));
     await keyed.dispose();
   };
-  await pooled("QuickJS zygote, a forked process per run (Node, ENVWORKER_SANDBOX=quickjs)", (affinity) => createQuickJSProcessSandbox({ affinity }));
+  await pooled("QuickJS zygote, a forked process per run (Node default)", (affinity) => createQuickJSProcessSandbox({ affinity }));
   const rssBefore = process.memoryUsage.rss();
   const inProcess = createIsolatedVmSandbox();
   const baselineAt = rows.length;
@@ -118,7 +130,7 @@ export async function benchSandbox(): Promise<void> {
   memory.push({ name: "isolated-vm in this process", hosts: 0, ownMiB: (process.memoryUsage.rss() - rssBefore) / MiB, hostsMiB: 0 });
   await inProcess.dispose();
 
-  await pooled("isolated-vm in child processes (Node default)", (affinity) => createIsolatedVmProcessSandbox({ affinity }));
+  await pooled("isolated-vm in child processes (ENVWORKER_SANDBOX=isolated-vm)", (affinity) => createIsolatedVmProcessSandbox({ affinity }), true);
 
   const nodeE = rows[0]!;
   const sequentialBaseline = rows[baselineAt]!;

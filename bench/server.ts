@@ -23,9 +23,16 @@ export interface BenchServer {
 /** USER_HZ: the unit of /proc CPU times (100 on Linux everywhere in practice). */
 const CLOCK_TICKS = 100;
 
-export async function startBenchServer(env: Record<string, string> = {}, specs: string[] = []): Promise<BenchServer> {
+export interface BenchServerOptions {
+  /** The `envworker` command to run (default this tree's bin/envworker.js; another tree's, to compare). */
+  bin?: string;
+  /** Environments to serve (`envworker serve ENV ...`; default all). */
+  envs?: string[];
+}
+
+export async function startBenchServer(env: Record<string, string> = {}, opts: BenchServerOptions = {}): Promise<BenchServer> {
   // --no-node-snapshot up front so the shim does not re-exec: the pid is the server's own.
-  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", BIN, "serve", ...specs, "--port", "0"], {
+  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", opts.bin ?? BIN, "serve", "--port", "0", ...(opts.envs ?? [])], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, ...env },
   });
@@ -65,3 +72,6 @@ function cpuMicrosOf(path: string): number {
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** The p-th percentile (0-100) of sorted numbers. */
+export const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;

@@ -10,7 +10,7 @@ import { createApp, sessionWebSocket } from "./server/app.ts";
 import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
-import { createSandbox, scopedSandbox, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
+import { breaksPerRunRule, createSandbox, sandboxKindFromEnv, scopedSandbox, serverAffinity, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
 import { DEFAULT_CLIENT_SHARE_PCT, DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { clientIdentity, nodeAddress } from "./server/client-id.ts";
 import { isLoopbackListen } from "./server/browser-guards.ts";
@@ -21,6 +21,8 @@ import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
 import { JudgeClient } from "./server/judge-client.ts";
+import { logger } from "./server/log.ts";
+import { MemoryOrsSessions, ORS_SESSIONS } from "./server/ors.ts";
 
 export interface RunningServer {
   url: string;
@@ -56,19 +58,26 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // to be built, so hand node-ws a late-bound reference to it.
   let app: Hono<any> | undefined;
   const ws = createNodeWebSocket({ app: { request: (...args: Parameters<Hono["request"]>) => app!.request(...args) } as Hono });
-  // The code sandboxes for tools and rewards: JavaScript (isolated-vm in child processes unless
-  // ENVWORKER_SANDBOX says quickjs) and Python (a zygote per slot, src/sandbox/python.ts). Both are lazy: nothing starts until an
+  // The code sandboxes for tools and rewards: JavaScript (the QuickJS zygote unless
+  // ENVWORKER_SANDBOX says isolated-vm) and Python (a zygote per slot, src/sandbox/python.ts). Both are lazy: nothing starts until an
   // environment first runs code. One of each, shared: every call sees them scoped to its episode
   // (or, for stateless routes, its client), so their fair queues keep one client's backlog of slow
   // code from delaying another's tool call, and a call that times out or is given up on cancels
   // its runs.
   const owned = opts.sandbox === undefined;
   const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
-  // Hosts dedicated to a client by default (ENVWORKER_SANDBOX_AFFINITY; src/sandbox/README.md "The
-  // residual"): a guest that escaped its engine reaches no other client's runs.
-  const affinity = config.sandboxAffinity ?? "client";
-  const sandbox = opts.sandbox ?? (opts.makeSandbox ?? ((o: CreateSandboxOptions) => createSandbox(undefined, o)))({ ...concurrency, affinity });
-  const python = createPythonSandbox({ ...concurrency, affinity });
+  // Unless the operator chose otherwise (ENVWORKER_SANDBOX_AFFINITY), every run starts in a state no
+  // earlier guest touched: a fresh fork of a zygote (QuickJS, Python; zygotes dedicated to a
+  // client), a single-use host (isolated-vm). src/sandbox/README.md "The residual".
+  const kind = config.sandbox ?? sandboxKindFromEnv();
+  const affinity = serverAffinity(kind, config.sandboxAffinity);
+  if (opts.sandbox === undefined && breaksPerRunRule(kind, config.sandboxAffinity)) {
+    logger().warn(
+      `ENVWORKER_SANDBOX_AFFINITY=${affinity} with isolated-vm: a sandbox process serves more than one run, so a guest that breaks V8 can tamper with later runs of ${affinity === "off" ? "any client" : `its own ${affinity}`} (forge their rewards, read their hidden tests); unset it for a process per run`,
+    );
+  }
+  const sandbox = opts.sandbox ?? (opts.makeSandbox ?? ((o: CreateSandboxOptions) => createSandbox(kind, o)))({ ...concurrency, affinity });
+  const python = createPythonSandbox({ ...concurrency, affinity: serverAffinity("python", config.sandboxAffinity) });
   // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
   const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
@@ -91,6 +100,8 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     // And large answers on their way out (many connections not reading them).
     answers: nodeAnswers(budget),
     token: config.token,
+    // ORS sessions: each client its share of them, as of the episodes.
+    orsSessions: new MemoryOrsSessions({ maxPerClient: Math.max(1, Math.floor(ORS_SESSIONS * clientShare)) }),
     // Browsers: only this server's own pages (and listed origins); on a loopback address, only
     // loopback Host names (DNS rebinding).
     allowedOrigins: config.allowedOrigins,

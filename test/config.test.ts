@@ -54,15 +54,23 @@ describe("configFromEnv (in process)", () => {
     expect(DOCUMENTED).toContain("ENVWORKER_ENV_THREADS");
   });
 
-  it("ENVWORKER_SANDBOX_AFFINITY: client (unset, empty, \"client\"), episode (or its old name \"key\") or off; anything else refused", () => {
-    expect(configFromEnv({}).sandboxAffinity).toBe("client");
-    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBe("client");
+  it("ENVWORKER_SANDBOX_AFFINITY: unset or empty (each engine's per-run default), run, client, episode (or its old name \"key\") or off; anything else refused", () => {
+    expect(configFromEnv({}).sandboxAffinity).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "run" }).sandboxAffinity).toBe("run");
     expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "client" }).sandboxAffinity).toBe("client");
     expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "episode" }).sandboxAffinity).toBe("episode");
     expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "key" }).sandboxAffinity).toBe("episode");
     expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "off" }).sandboxAffinity).toBe("off");
-    expect(() => configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "yes" })).toThrow('ENVWORKER_SANDBOX_AFFINITY must be "client", "episode" or "off", got "yes"');
+    expect(() => configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "yes" })).toThrow('ENVWORKER_SANDBOX_AFFINITY must be "run", "client", "episode" or "off", got "yes"');
     expect(DOCUMENTED).toContain("ENVWORKER_SANDBOX_AFFINITY");
+  });
+
+  it("ENVWORKER_SANDBOX: quickjs when unset or empty (on Node too), isolated-vm when asked; anything else refused", () => {
+    expect(configFromEnv({}).sandbox).toBe("quickjs");
+    expect(configFromEnv({ ENVWORKER_SANDBOX: "" }).sandbox).toBe("quickjs");
+    expect(configFromEnv({ ENVWORKER_SANDBOX: "isolated-vm" }).sandbox).toBe("isolated-vm");
+    expect(() => configFromEnv({ ENVWORKER_SANDBOX: "v8" })).toThrow(/ENVWORKER_SANDBOX must be one of quickjs, isolated-vm/);
   });
 
   it("takes HOST and ENVWORKER_TOKEN as given, an empty value as unset", () => {

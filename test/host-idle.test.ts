@@ -7,7 +7,7 @@
  * does (host-pool.ts IdleCpuPolicy), or writes to its stderr faster than a host's own last words
  * need (host-handles.ts), is stopped. The bounds here are on CPU time and bytes, not wall time.
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import mathTools from "../envs/math-tools/index.ts";
 import reverseText from "../envs/reverse-text/index.ts";
@@ -17,6 +17,7 @@ import { DEFAULT_IDLE_CPU, type HostPoolSandbox } from "../src/sandbox/host-pool
 import { STDERR_BURST_BYTES } from "../src/sandbox/host-handles.ts";
 import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
+import { processesBelow } from "./helpers/processes.ts";
 import { expectServed, rssKiB, underAttack, type LiveServer } from "./helpers/hostile.ts";
 import { post } from "./helpers/http.ts";
 
@@ -40,17 +41,7 @@ const ID = `export default () => globalThis.id ?? null;`;
 
 /** Live processes below this one that an escaped guest named TITLE. */
 function escapedHosts(): number[] {
-  const parents = new Map<number, number>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    const stat = readProc(Number(name), "stat");
-    if (stat) parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-  }
-  const below = (pid: number) => {
-    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true;
-    return false;
-  };
-  return [...parents.keys()].filter((pid) => below(pid) && readProc(pid, "comm").trim() === TITLE);
+  return [...processesBelow().keys()].filter((pid) => readProc(pid, "comm").trim() === TITLE);
 }
 
 function readProc(pid: number, file: string): string {

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { HostExit, HostHandle } from "../src/sandbox/host-handles.ts";
 import type { HostReply, HostRequest } from "../src/sandbox/host-protocol.ts";
 import { HostPoolSandbox, type HostAffinity } from "../src/sandbox/host-pool.ts";
+import { breaksPerRunRule, serverAffinity } from "../src/sandbox/index.ts";
 
 /** A host that answers a run after `code` ms with its own number as the result. */
 function fakeHost(n: number, killed: number[]): HostHandle {
@@ -134,6 +135,25 @@ describe("host affinity", () => {
     await episode.dispose();
   });
 
+  it("run: every run in a host that served none before, killed after it; fresh spares (one per slot) started ahead", async () => {
+    const { sandbox, killed } = pool("run", 2);
+    await sandbox.warm(2);
+    expect(sandbox.started).toBe(2);
+    const results: number[] = [];
+    for (let i = 0; i < 5; i++) results.push((await sandbox.run("1", { client: "A", queueKey: "e1" })).result as number);
+    // Two at once, same client and episode: two more fresh hosts.
+    const both = await Promise.all([sandbox.run("5", { client: "A", queueKey: "e1" }), sandbox.run("5", { client: "A", queueKey: "e1" })]);
+    results.push(...both.map((r) => r.result as number));
+    expect(new Set(results).size).toBe(7);
+    await expect.poll(() => killed.length).toBe(7);
+    expect(killed.sort((a, b) => a - b)).toEqual([...results].sort((a, b) => a - b));
+    // A used host is never handed back: what is left are the spares, never more than one per slot.
+    expect(sandbox.hosts).toBe(2);
+    // Killing a host after its one run is the plan, not a replacement.
+    expect(sandbox.replaced).toBe(0);
+    await sandbox.dispose();
+  });
+
   it("fairness is nested: a client's many episodes share one client's turns", async () => {
     const { sandbox } = pool("off", 1);
     const order: string[] = [];
@@ -144,5 +164,25 @@ describe("host affinity", () => {
     // B's three runs are served in the first six turns, not after A's six episodes.
     expect(order.slice(0, 6)).toEqual(["A", "B", "A", "B", "A", "B"]);
     await sandbox.dispose();
+  });
+});
+
+describe("the affinity a server gives each engine (serverAffinity)", () => {
+  it("unset: isolated-vm a host per run, the zygotes a zygote per client; a chosen one is kept, but \"run\" never makes single-use zygotes", () => {
+    expect(serverAffinity("isolated-vm", undefined)).toBe("run");
+    expect(serverAffinity("quickjs", undefined)).toBe("client");
+    expect(serverAffinity("python", undefined)).toBe("client");
+    // The zygotes fork a fresh child per run whatever their affinity: "run" would only add a start-up per run.
+    expect(serverAffinity("quickjs", "run")).toBe("client");
+    expect(serverAffinity("python", "run")).toBe("client");
+    for (const chosen of ["client", "episode", "off"] as const) {
+      expect(serverAffinity("isolated-vm", chosen)).toBe(chosen);
+      expect(serverAffinity("quickjs", chosen)).toBe(chosen);
+      // Only reused isolated-vm hosts let a broken engine reach later runs: the server warns then.
+      expect(breaksPerRunRule("isolated-vm", chosen)).toBe(true);
+      expect(breaksPerRunRule("quickjs", chosen)).toBe(false);
+    }
+    expect(breaksPerRunRule("isolated-vm", undefined)).toBe(false);
+    expect(breaksPerRunRule("isolated-vm", "run")).toBe(false);
   });
 });

@@ -9,13 +9,15 @@ import { createApp } from "../src/server/app.ts";
 import { inlineEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import { MemoryOrsSessions, type OrsSession } from "../src/server/ors.ts";
 
 /** The client createApp's default identity gives a request with no address (app.request). */
 const LOCAL = "address unknown";
 
-function server(opts: { clientOf?: (c: any) => string; envs?: typeof environments } = {}) {
-  const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
-  const app = createApp({ envs: opts.envs ?? environments, host, ...(opts.clientOf ? { clientOf: opts.clientOf } : {}) });
+function server(opts: { clientOf?: (c: any) => string; envs?: typeof environments; orsSessions?: MemoryOrsSessions } = {}) {
+  const store = new MemoryEpisodeStore();
+  const host = new StoreEpisodeHost(store, inlineEngine({}));
+  const app = createApp({ envs: opts.envs ?? environments, host, ...(opts.clientOf ? { clientOf: opts.clientOf } : {}), ...(opts.orsSessions ? { orsSessions: opts.orsSessions } : {}) });
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await app.request(path, { method, headers: { "content-type": "application/json", ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     const text = await res.text();
@@ -38,7 +40,7 @@ function server(opts: { clientOf?: (c: any) => string; envs?: typeof environment
     expect(evs[0]!.event).toBe("task_id");
     return JSON.parse(evs.filter((e) => e.event === "chunk" || e.event === "end").map((e) => e.data).join(""));
   };
-  return { host, app, call, events, sid, toolCall };
+  return { host, store, app, call, events, sid, toolCall };
 }
 
 describe("ORS", () => {
@@ -130,5 +132,56 @@ describe("ORS", () => {
     expect((await call("POST", "/create", { split: "train", index: 0 })).status).toBe(400); // no X-Session-ID
     expect((await call("POST", "/create", { split: "train" }, { "x-session-id": "x" })).status).toBe(400);
     expect((await call("POST", "/create", { split: "train", index: 0 }, { "x-session-id": "other.object" })).status).toBe(400);
+  });
+
+  it("each client has its share of the sessions: one that fills its share does not stop another opening one", async () => {
+    const sessions = new MemoryOrsSessions({ max: 8, maxPerClient: 3 });
+    const { call, sid, store } = server({ clientOf: (c) => c.req.header("x-who") ?? "?", orsSessions: sessions });
+    const create = async (who: string) => {
+      const s = await sid();
+      return { s, res: await call("POST", "/create", { env_name: "reverse-text", split: "train", index: 0 }, { "x-session-id": s, "x-who": who }) };
+    };
+    const mine = [];
+    for (let i = 0; i < 3; i++) {
+      const { s, res } = await create("a");
+      expect(res.status).toBe(200);
+      mine.push(s);
+    }
+    const refused = await create("a");
+    expect(refused.res.status).toBe(429);
+    expect(refused.res.json.detail).toMatch(/^CAPACITY_REACHED: this client holds its share of 3 ORS sessions/);
+    // Refused before its episode was made: a's three episodes only.
+    expect(store.episodesFor("a")).toBe(3);
+    // b is served, and a's sessions are all still there.
+    const theirs = await create("b");
+    expect(theirs.res.json).toEqual({ sid: theirs.s });
+    expect((await call("GET", "/reverse-text/prompt", undefined, { "x-session-id": theirs.s, "x-who": "b" })).status).toBe(200);
+    for (const s of mine) expect((await call("POST", "/ping", undefined, { "x-session-id": s, "x-who": "a" })).status).toBe(200);
+    // A session deleted makes room in a's share.
+    await call("POST", "/delete", undefined, { "x-session-id": mine[0]!, "x-who": "a" });
+    expect((await create("a")).res.status).toBe(200);
+  });
+
+  it("a full store refuses a new session rather than drop another client's; idle ones make room", async () => {
+    let now = 1_000_000;
+    const sessions = new MemoryOrsSessions({ max: 3, idleMs: 60_000, now: () => now });
+    const at = () => now;
+    const session = (client: string): OrsSession => ({ client, create: { split: "train", index: 0 }, started: false, at: at() });
+    await sessions.put("a", "s1", session("a"));
+    await sessions.put("a", "s2", session("a"));
+    now += 30_000;
+    await sessions.put("b", "s1", session("b"));
+    await expect(sessions.put("c", "s1", session("c"))).rejects.toMatchObject({ code: "CAPACITY_REACHED" });
+    expect(await sessions.get("b", "s1")).toBeDefined();
+    expect(await sessions.get("a", "s1")).toBeDefined();
+    // A session kept is updated in place, even when the store is full.
+    await sessions.put("a", "s1", { ...session("a"), started: true });
+    expect((await sessions.get("a", "s1"))?.started).toBe(true);
+    // a's s2 was last used 30 s before the rest: idle at 60 s, it makes room; the others stay.
+    now += 31_000;
+    await sessions.put("c", "s1", session("c"));
+    expect(await sessions.get("a", "s2")).toBeUndefined();
+    expect(sessions.sessionsOf("a")).toBe(1);
+    expect(await sessions.get("b", "s1")).toBeDefined();
   });
 });

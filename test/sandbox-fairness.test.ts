@@ -19,8 +19,10 @@ describe("sandbox fairness", () => {
   it("keeps an episode's tool call out of the queue of a /score flood", async () => {
     const fizz = TASKS.find((t) => t.id === "fizzbuzz")!;
     const loop = "```javascript\nfunction fizzBuzz(n) { while (true) {} }\n```";
+    // Four runs at their 1.5 s limit on the run clock (QuickJS, the default, counts the time a run
+    // ran, not the time it waited for a CPU: on a loaded machine each takes several times that).
     const flood = post(`${server.url}/envs/js-code/score`, {
-      items: Array.from({ length: 8 }, () => ({ completion: loop, info: { task_id: fizz.id }, args: { timeout_ms: 2000 } })),
+      items: Array.from({ length: 4 }, () => ({ completion: loop, info: { task_id: fizz.id }, args: { timeout_ms: 1500 } })),
     });
     await new Promise((r) => setTimeout(r, 200)); // the flood holds every scoring slot now
     const reset = await post(`${server.url}/envs/math-tools/reset`, { seed: 1 });
@@ -34,5 +36,5 @@ describe("sandbox fairness", () => {
     const scored = await flood;
     expect(scored.status).toBe(200);
     for (const r of scored.body.results) expect(r.reward).toBe(0);
-  }, 60_000);
+  }, 180_000);
 });

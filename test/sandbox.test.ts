@@ -191,9 +191,9 @@ describe("sandbox lifecycle and configuration", () => {
     }
   });
 
-  it("reads the backend from ENVWORKER_SANDBOX, isolated-vm by default on Node", () => {
-    expect(sandboxKindFromEnv({})).toBe("isolated-vm");
-    expect(sandboxKindFromEnv({ ENVWORKER_SANDBOX: "" })).toBe("isolated-vm");
+  it("reads the backend from ENVWORKER_SANDBOX, quickjs by default on Node too", () => {
+    expect(sandboxKindFromEnv({})).toBe("quickjs");
+    expect(sandboxKindFromEnv({ ENVWORKER_SANDBOX: "" })).toBe("quickjs");
     expect(sandboxKindFromEnv({ ENVWORKER_SANDBOX: "quickjs" })).toBe("quickjs");
     expect(sandboxKindFromEnv({ ENVWORKER_SANDBOX: "isolated-vm" })).toBe("isolated-vm");
     expect(() => sandboxKindFromEnv({ ENVWORKER_SANDBOX: "docker" })).toThrow(/ENVWORKER_SANDBOX/);

@@ -204,12 +204,18 @@ describe("settings through the real environment variables (envworker serve)", ()
     expect(limits.stderr()).not.toMatch(/ info GET /);
   });
 
-  setting(["ENVWORKER_SANDBOX"], "chooses the engine that runs model code (QuickJS has no Intl, V8 does)", async () => {
+  setting(["ENVWORKER_SANDBOX"], "chooses the engine that runs model code (QuickJS, the default, has no Intl; V8 does)", async () => {
     expect(mcpText(await mcpJs(code, "console.log(typeof Intl)"))).toContain("stdout:\nundefined");
-    expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
+    expect(mcpText(await mcpJs(limits, "console.log(typeof Intl)"))).toContain("stdout:\nundefined");
+    const v8 = await startLiveServer({ ENVWORKER_SANDBOX: "isolated-vm" });
+    try {
+      expect(mcpText(await mcpJs(v8, "console.log(typeof Intl)"))).toContain("stdout:\nobject");
+    } finally {
+      await v8.stop();
+    }
   });
 
-  setting(["ENVWORKER_SANDBOX_AFFINITY"], "client (the default): each client's code runs in sandbox processes of its own (a new process for a new client); off: one process serves every client", async () => {
+  setting(["ENVWORKER_SANDBOX_AFFINITY"], "unset: QuickJS zygotes of each client's own (a new process for a new client), isolated-vm a process per run; client on isolated-vm: one process serves a client's runs, with a warning at start; off: one process serves every client", async () => {
     // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
     // Sandbox processes that appear for the second to fourth client, once the first has been served
     // (the second takes the spare started for the first: with one slot, two processes at most).
@@ -224,12 +230,38 @@ describe("settings through the real environment variables (envworker serve)", ()
       }
       return seen.size - before;
     };
-    expect(await startedForNewClients(code), "client (this server's default): a process for each new client").toBeGreaterThanOrEqual(2);
+    expect(await startedForNewClients(code), "unset on QuickJS: a zygote for each new client").toBeGreaterThanOrEqual(2);
     const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
     try {
       expect(await startedForNewClients(off), "off: the same processes serve them").toBe(0);
     } finally {
       await off.stop();
+    }
+    // isolated-vm: processes that appear for one client's second to fourth runs.
+    const startedForLaterRuns = async (server: LiveServer) => {
+      const seen = new Set<string>();
+      let before = 0;
+      for (let i = 0; i < 4; i++) {
+        expect(mcpText(await mcpJs(server, "6 * 7"))).toContain("42");
+        for (const c of childPids(server.pid)) seen.add(c);
+        if (i === 0) before = seen.size;
+      }
+      return seen.size - before;
+    };
+    const WARNING = /warn ENVWORKER_SANDBOX_AFFINITY=client with isolated-vm: a sandbox process serves more than one run/;
+    const perRun = await startLiveServer({ ENVWORKER_SANDBOX: "isolated-vm", ENVWORKER_SANDBOX_CONCURRENCY: "1" });
+    try {
+      expect(await startedForLaterRuns(perRun), "unset on isolated-vm: a fresh process for every run").toBeGreaterThanOrEqual(3);
+      expect(perRun.stderr()).not.toMatch(/ENVWORKER_SANDBOX_AFFINITY/);
+    } finally {
+      await perRun.stop();
+    }
+    const reused = await startLiveServer({ ENVWORKER_SANDBOX: "isolated-vm", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "client" });
+    try {
+      expect(await startedForLaterRuns(reused), "client on isolated-vm: the client's process serves them").toBe(0);
+      expect(reused.stderr()).toMatch(WARNING);
+    } finally {
+      await reused.stop();
     }
   });
 

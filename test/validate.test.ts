@@ -24,7 +24,9 @@ describe("validate", () => {
   });
 });
 
-describe("validate plays an episode", () => {
+// Generous: it starts environment threads and sandbox hosts for four environments; at load ~20 (the
+// suite beside four other jobs on 2 cores) that took more than the default 90 s.
+describe("validate plays an episode", { timeout: 240_000 }, () => {
   it("passes a sound environment and names what a broken one gets wrong", async () => {
     const { buildNodeApp } = await import("../src/node.ts");
     const { importEnvironments } = await import("../src/env/source.ts");

@@ -40,10 +40,12 @@ environment: PORT, HOST, ENVWORKER_LOG (info | warn | error; default warn), ENVW
              ENVWORKER_MAX_EPISODES (10000), ENVWORKER_IDLE_TIMEOUT_S (600),
              ENVWORKER_MAX_BODY_BYTES (1048576), ENVWORKER_MAX_WS_MESSAGE_BYTES (1048576),
              ENVWORKER_SHUTDOWN_GRACE_S (10), ENVWORKER_MAX_STEPS (1000),
-             ENVWORKER_MAX_EPISODE_CHARS (1000000), ENVWORKER_SANDBOX (isolated-vm | quickjs),
+             ENVWORKER_MAX_EPISODE_CHARS (1000000), ENVWORKER_SANDBOX (quickjs | isolated-vm;
+             default quickjs: a fresh process forked for every run),
              ENVWORKER_SANDBOX_CONCURRENCY (0 = one per CPU),
-             ENVWORKER_SANDBOX_AFFINITY (client | episode | off; default client: a sandbox
-             process serves one client only),
+             ENVWORKER_SANDBOX_AFFINITY (unset: every run in a process no earlier run touched,
+             isolated-vm included; client | episode | off reuse isolated-vm processes: an
+             escaped guest then reaches later runs of its client, episode, or anyone's),
              ENVWORKER_ENV_TIMEOUT_S (30),
              ENVWORKER_ENV_THREADS (one per CPU; 0 = on the event loop), ENVWORKER_MAX_MEMORY_MB (1024)`;
 

@@ -10,7 +10,7 @@ import { createSandbox, resolveLimits, SANDBOX_KINDS, sandboxKindFromEnv, type S
 import { stripTypes } from "../sandbox/typescript.ts";
 import type { RunResult } from "../sandbox/types.ts";
 
-export const RUN_CODE_USAGE = `usage: envworker run-code [--lang javascript|python] [--backend isolated-vm|quickjs] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]
+export const RUN_CODE_USAGE = `usage: envworker run-code [--lang javascript|python] [--backend quickjs|isolated-vm] [--timeout-ms N] [--memory-mb N] [--ts] [--stdin TEXT|@FILE] [FILE]
 
 Runs JavaScript (TypeScript with --ts or a .ts/.mts/.cts FILE) from FILE, or stdin when FILE is
 absent or "-", in the sandbox and prints the result as one JSON line:
@@ -24,7 +24,10 @@ of the last expression statement; --memory-mb counts above the idle interpreter 
 --stdin gives the program's standard input (Python: sys.stdin; JavaScript: the global \`stdin\`);
 @FILE reads it from a file.
 
-environment: ENVWORKER_SANDBOX (isolated-vm on Node by default)`;
+--backend (default $ENVWORKER_SANDBOX, else quickjs): quickjs runs every run in a fresh process
+forked for it (QuickJS-NG in wasmtime); isolated-vm runs V8, faster on heavy code.
+
+environment: ENVWORKER_SANDBOX (quickjs | isolated-vm; default quickjs)`;
 
 class UsageError extends Error {}
 

@@ -2,7 +2,7 @@
  * `envworker eval ENV`: roll an environment out against any OpenAI-compatible model, in process
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
-import { createSandbox, type Sandbox } from "../sandbox/index.ts";
+import { createSandbox, sandboxKindFromEnv, serverAffinity, type Sandbox } from "../sandbox/index.ts";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
@@ -343,8 +343,10 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       io.stderr.write(`note: the ${useSplit} split of ${envName} has ${rows.length} examples; evaluating all ${rows.length}\n`);
       n = rows.length;
     }
-    // Lazy: no isolate starts unless the environment runs code.
-    sandbox = createSandbox();
+    // Lazy: nothing starts unless the environment runs code. Every run in a state no earlier run
+    // touched, as a server gives it (serverAffinity: isolated-vm, when chosen, a host per run).
+    const kind = sandboxKindFromEnv(io.env);
+    sandbox = createSandbox(kind, { affinity: serverAffinity(kind, undefined) });
     // Judged rewards ask the judge the ENVWORKER_JUDGE_* settings name, as a server would.
     const judgeSettings = judgeSettingsFromEnv(io.env);
     const judge = judgeSettings ? new JudgeClient(judgeSettings) : undefined;

@@ -8,7 +8,8 @@
  *   await server.close();
  *
  * The settings are those of `envworker serve` (configFromEnv reads them from the environment).
- * Node needs `--no-node-snapshot` for the default isolated-vm sandbox (or ENVWORKER_SANDBOX=quickjs).
+ * Every sandbox runs in child processes started with the flags they need: the server's own Node
+ * needs none for them (isolated-vm needs `--no-node-snapshot` only in the process that loads it).
  */
 import { assertDistFresh } from "./dist-stamp.ts";
 

@@ -177,20 +177,43 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   let waitedBefore = 0;
   let leafFirst = 0;
   let leafLast = 0;
+  // The zygote's own waits count too, on a probe of their own: a run also waits while its zygote,
+  // starved of a CPU, has not yet handed it the code or reaped it, time the child spends asleep,
+  // not runnable. Without them the watchdog (a backstop: the zygote's own clock ends runs) stopped
+  // a 2 s QuickJS run at load ~20 as "replaced, output lost". A leaf that is the zygote itself is
+  // counted by that probe only. Waits of the zygote and its child that overlap count twice: that
+  // only makes the backstop later, and the stretch cap (deadline.ts) still bounds it.
+  let zygoteWaited: DelayProbe | undefined;
+  let zygotePid = 0;
+  let zygoteFirst = 0;
   const waitedMs = () => {
     if (!child?.pid || (gone && !waited)) return 0;
     if (forks && !gone) {
       forking ??= new ForkingHost(child.pid);
+      const zygote = forking.zygote();
+      if (zygote !== undefined && zygoteWaited === undefined) {
+        zygotePid = zygote;
+        zygoteWaited = delayProbe(`/proc/${zygote}/schedstat`);
+        zygoteFirst = zygoteWaited();
+        // Until now the zygote (or the launcher above it) was the leaf: what it waited is counted.
+        waitedBefore += leafLast - leafFirst;
+        leafFirst = leafLast = 0;
+        waited?.close();
+        waited = undefined;
+        waitedPid = 0;
+      }
       const leaf = forking.leaf();
+      const leafIsZygote = leaf === zygotePid;
       if (leaf !== waitedPid) {
         waited?.close();
         waitedBefore += leafLast - leafFirst;
-        waited = delayProbe(`/proc/${leaf}/schedstat`);
+        waited = leafIsZygote ? undefined : delayProbe(`/proc/${leaf}/schedstat`);
         waitedPid = leaf;
-        leafFirst = leafLast = waited();
+        leafFirst = leafLast = waited ? waited() : 0;
       }
-      leafLast = Math.max(leafLast, waited!());
-      return waitedBefore + (leafLast - leafFirst);
+      if (waited) leafLast = Math.max(leafLast, waited());
+      const zygoteMs = zygoteWaited ? zygoteWaited() - zygoteFirst : 0;
+      return waitedBefore + (leafLast - leafFirst) + zygoteMs;
     }
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
     return waited();
@@ -208,6 +231,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
     child.on("close", (code, signal) => {
       gone = true;
       waited?.close();
+      zygoteWaited?.close();
       resident?.close();
       const stderrTail = stderr.text();
       const line = stderrTail.split("\n").find((l) => OUT_OF_MEMORY.test(l)) ?? stderrTail.trim().split("\n").at(-1) ?? "";

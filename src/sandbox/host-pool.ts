@@ -17,8 +17,9 @@
  * - fair queueing and cancellation (limiter.ts): clients take turns, then a client's queue keys; a
  *   run whose signal aborts leaves the queue, or, when running, is answered at once as a
  *   CancelledError while its host stops it;
- * - affinity (HostAffinity): hosts dedicated to a client (or an episode), so a guest that took over
- *   its host reaches no one else's runs;
+ * - affinity (HostAffinity): single-use hosts ("run": a host serves one run and is killed, spares
+ *   started ahead), or hosts dedicated to a client (or an episode), so a guest that took over its
+ *   host reaches no later run ("run"), or no one else's;
  * - distrust: a reply is bounded (by the run's output cap) and schema-checked before use
  *   (host-handles.ts), must answer the run in flight, and its output must fit the run's cap; a
  *   host that breaks any of this is killed and its run is a SandboxError.
@@ -120,7 +121,11 @@ export interface HostPoolOptions {
 }
 
 /**
- * Whom a host serves. "client": the runs of one client (RunOptions.client, else its queueKey): a
+ * Whom a host serves. "run": exactly one run, then it is killed; fresh hosts are kept started
+ * ahead (one per slot), so a run waits for a start-up only when runs come faster than hosts start.
+ * A guest that took over its host reaches nothing later: every run starts in a process no guest
+ * has touched (what a Node host needs, which cannot be forked; the zygote backends fork a fresh
+ * child per run whatever this says). "client": the runs of one client (RunOptions.client, else its queueKey): a
  * host that served one client never serves another, so a guest that escaped its engine and took
  * over its host process can tamper only with later runs of its own client (README.md "The
  * residual"). "episode": the runs of one queue key (an episode; a client on stateless routes):
@@ -129,7 +134,7 @@ export interface HostPoolOptions {
  * maxConcurrency + 1 hosts live. Runs without either share one. "off": a host serves anyone
  * (nothing is started per client; an escaped guest reaches every later run of its process).
  */
-export type HostAffinity = "client" | "episode" | "off";
+export type HostAffinity = "run" | "client" | "episode" | "off";
 
 /**
  * The largest reply a run may cause: its result and output are each capped at maxOutputBytes
@@ -461,10 +466,11 @@ export class HostPoolSandbox implements Sandbox {
     return this.limiter.max;
   }
 
-  /** Starts `count` hosts (default 1, at most maxConcurrency; with affinity, also the spare) ahead of the first runs and waits for them. */
+  /** Starts `count` hosts (default 1, at most maxConcurrency; with client or episode affinity, also the spare) ahead of the first runs and waits for them. */
   async warm(count = 1): Promise<void> {
     const started: Host[] = [];
-    const most = (this.options.affinity ?? "off") === "off" ? this.limiter.max : this.maxHosts;
+    const affinity = this.options.affinity ?? "off";
+    const most = affinity === "off" || affinity === "run" ? this.limiter.max : this.maxHosts;
     for (let i = this.all.size; i < Math.min(count, most); i++) started.push(this.startHost());
     if (started.length === 0 && this.all.size === 0) started.push(this.startHost());
     try {
@@ -551,7 +557,7 @@ export class HostPoolSandbox implements Sandbox {
   /** Whom a run's host must be dedicated to (affinity), undefined when hosts serve anyone. */
   private ownerOf(options: RunOptions): string | undefined {
     const affinity = this.options.affinity ?? "off";
-    if (affinity === "off") return undefined;
+    if (affinity === "off" || affinity === "run") return undefined;
     return affinity === "client" ? (options.client ?? options.queueKey ?? "") : (options.queueKey ?? "");
   }
 
@@ -590,10 +596,17 @@ export class HostPoolSandbox implements Sandbox {
       }
       if (key !== undefined && host.key !== key) continue;
       this.idle.splice(i, 1);
-      if (this.fits(host, limits)) return host;
+      if (this.fits(host, limits)) {
+        this.keepSpares();
+        return host;
+      }
       break;
     }
-    if (key === undefined) return this.startHost();
+    if (key === undefined) {
+      const host = this.startHost();
+      this.keepSpares();
+      return host;
+    }
     const spare = this.idle.findLastIndex((h) => h.key === undefined && !h.dead);
     if (spare >= 0) {
       const host = this.idle.splice(spare, 1)[0]!;
@@ -682,15 +695,26 @@ export class HostPoolSandbox implements Sandbox {
     this.idle.unshift(this.startHost());
   }
 
+  /** Single-use hosts ("run" affinity): fresh hosts started ahead, one per slot (only those never handed a run are idle). */
+  private keepSpares(): void {
+    if (this.disposed || this.options.affinity !== "run") return;
+    let spares = 0;
+    for (const host of this.idle) if (!host.dead) spares++;
+    for (; spares < this.limiter.max; spares++) this.idle.unshift(this.startHost());
+  }
+
   private release(host: Host): void {
-    const recycle = host.runs >= (this.options.recycleAfterRuns ?? 1000);
+    const singleUse = this.options.affinity === "run" && host.runs > 0;
+    // A host that served its one run (or its share of them) ends as planned: not a replacement.
+    const recycle = (singleUse || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
     if (host.dead || host.retire || recycle || this.disposed) {
       if (!this.disposed && !recycle) this.replaced++;
       this.all.delete(host);
       host.kill();
       if (this.disposed) return;
       // Replace it right away, so the next run does not pay the start-up.
-      if (host.key !== undefined) {
+      if (this.options.affinity === "run") this.keepSpares();
+      else if (host.key !== undefined) {
         if (!this.handOver(host.key, undefined)) this.keepSpare();
       } else if (this.idle.length === 0) this.idle.push(this.startHost());
     } else if (host.key === undefined || !this.handOver(host.key, host)) this.idle.push(host);
@@ -717,9 +741,9 @@ export class HostPoolSandbox implements Sandbox {
       const idleToo = ++tick % IDLE_MEASURE_TICKS === 0;
       // Idle: only hosts in the idle list (one just taken from it, about to be sent a run, is neither).
       for (const host of this.all) {
-        if (host.busy) {
-          if (host.checkMemory()) this.replaced++;
-        } else if (idleToo && this.idle.includes(host) && (host.checkMemory() || host.checkIdleCpu())) this.replaced++;
+        // A busy host killed here is counted once, when its run releases it (release).
+        if (host.busy) host.checkMemory();
+        else if (idleToo && this.idle.includes(host) && (host.checkMemory() || host.checkIdleCpu())) this.replaced++;
       }
     }, MEASURE_MS);
     this.measuring.unref();

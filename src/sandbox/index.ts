@@ -1,18 +1,25 @@
 /**
  * Sandboxed code execution: one interface, two backends, chosen by configuration.
  *
- *   ENVWORKER_SANDBOX=isolated-vm|quickjs   (default: isolated-vm on Node, quickjs on Workers)
+ *   ENVWORKER_SANDBOX=quickjs|isolated-vm   (default: quickjs everywhere)
+ *
+ * On Node the default is the QuickJS zygote (quickjs-process.ts): every run in a fresh process
+ * forked for it, so no run can change another's outcome even when the engine breaks. isolated-vm
+ * (V8, several times faster on heavy code) is the operator's choice; the server then gives each
+ * run a host process of its own (affinity "run", serverAffinity). On Workers: in-process QuickJS.
  *
  * This module is safe to bundle for Cloudflare Workers: the Node-only backends (isolated-vm is a
  * native addon; the QuickJS zygote needs Python and child processes) are loaded lazily, through import
  * specifiers that bundlers do not follow. See README.md.
  */
 import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./quickjs.ts";
-import { envVar, isNode } from "./platform.ts";
+import { isNode } from "./platform.ts";
+import { SANDBOX_KINDS, sandboxKindFromEnv } from "./kind.ts";
 import type { RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
 import type { HostAffinity } from "./host-pool.ts";
 
 export { DEFAULT_LIMITS, TRUNCATION_MARKER } from "./types.ts";
+export { SANDBOX_KINDS, sandboxKindFromEnv };
 export type { JsonValue, RunError, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
 export { createQuickJSSandbox, QuickJSSandbox, quickjsVariant, type QuickJSSandboxOptions } from "./quickjs.ts";
 export { createDeadline, DEFAULT_CALLS_PER_MS, type Deadline, type DeadlineOptions, type DeadlineStrategy } from "./deadline.ts";
@@ -20,7 +27,6 @@ export { resolveLimits } from "./options.ts";
 export { CancelledError } from "./limiter.ts";
 export { anySignal, scopedSandbox, type SandboxScope } from "./scope.ts";
 
-export const SANDBOX_KINDS: readonly SandboxKind[] = ["isolated-vm", "quickjs"];
 
 export interface CreateSandboxOptions {
   /** Max concurrent runs = threads/processes (default: number of CPUs on Node, 1 for in-process QuickJS). */
@@ -33,16 +39,26 @@ export interface CreateSandboxOptions {
    * elsewhere). The name is from when these were worker threads.
    */
   quickjsThreads?: boolean;
-  /** Node: whom each host process is dedicated to (host-pool.ts `HostAffinity`; README "The residual"). Default "off". */
+  /** Node: whom each host process is dedicated to (host-pool.ts `HostAffinity`; README "The residual"). Default "off" (a server passes serverAffinity's). */
   affinity?: HostAffinity;
 }
 
-/** ENVWORKER_SANDBOX from `env` (default: process.env where there is one), validated; the platform default when unset. */
-export function sandboxKindFromEnv(env: Record<string, string | undefined> = { ENVWORKER_SANDBOX: envVar("ENVWORKER_SANDBOX") }): SandboxKind {
-  const value = env.ENVWORKER_SANDBOX;
-  if (value === undefined || value === "") return isNode() ? "isolated-vm" : "quickjs";
-  if ((SANDBOX_KINDS as readonly string[]).includes(value)) return value as SandboxKind;
-  throw new Error(`ENVWORKER_SANDBOX must be one of ${SANDBOX_KINDS.join(", ")}; got ${JSON.stringify(value)}`);
+
+/**
+ * The affinity a server gives an engine's hosts, from the operator's choice (undefined: none). The
+ * default holds the rule that every run starts in a state no earlier guest touched: isolated-vm's
+ * host is a Node process, which cannot fork, so a host serves one run ("run"). The zygotes
+ * (QuickJS, Python) fork a fresh child per run whatever their affinity, so "run" would only add a
+ * zygote start-up per run: they are dedicated to a client instead.
+ */
+export function serverAffinity(engine: SandboxKind | "python", chosen: HostAffinity | undefined): HostAffinity {
+  if (engine === "isolated-vm") return chosen ?? "run";
+  return chosen === undefined || chosen === "run" ? "client" : chosen;
+}
+
+/** Whether an affinity the operator chose lets a guest that broke `kind`'s engine reach later runs (the server warns at start). */
+export function breaksPerRunRule(kind: SandboxKind, affinity: HostAffinity | undefined): boolean {
+  return kind === "isolated-vm" && affinity !== undefined && affinity !== "run";
 }
 
 export function createSandbox(kind: SandboxKind = sandboxKindFromEnv(), options: CreateSandboxOptions = {}): Sandbox {

@@ -81,33 +81,49 @@ export const HOW_TO_INSTALL =
   PYTHON_REQUIREMENTS.join(", ") +
   ": run `npm install` where python3 (with venv and pip) is on PATH, or set ENVWORKER_SANDBOX_PYTHON to a Python that has them";
 
-let prepared: Promise<PythonRuntime> | undefined;
+/**
+ * `prepare`, once per process: its promise, shared by every caller; a rejected one is forgotten, so
+ * the next call tries again (both zygotes' runtimes: this one and quickjs-runtime.ts).
+ */
+export function preparedOnce<T>(prepare: () => Promise<T>): () => Promise<T> {
+  let prepared: Promise<T> | undefined;
+  return () => {
+    if (!prepared) {
+      prepared = prepare();
+      prepared.catch(() => {
+        prepared = undefined;
+      });
+    }
+    return prepared;
+  };
+}
+
+/** What an engine script's `prepare` answers: its .cwasm, the interpreter, and what that interpreter reads. */
+export interface PreparedEngine {
+  cwasm: string;
+  executable: string;
+  readable: string[];
+}
+
+/**
+ * Runs an engine script's `prepare` (python-zygote/engine.py, quickjs-zygote/qjs_engine.py) on the
+ * zygotes' interpreter, unconfined (only our own code runs in it): the .cwasm it made or found in
+ * cacheDir(). Fails with `failure` and the interpreter's last line.
+ */
+export async function prepareEngine(script: string, failure: string): Promise<PreparedEngine> {
+  const found = interpreter();
+  if ("missing" in found) throw new Error(`${failure} (${found.missing})`);
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(found.executable, ["-I", "-B", script, "prepare", cacheDir()], { env: {}, timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${failure} (${found.executable}: ${(stderr || err.message).trim().split("\n").slice(-1)[0]?.slice(0, 300)})`));
+      else resolve(stdout);
+    });
+  });
+  return JSON.parse(out) as PreparedEngine;
+}
 
 /** The runtime, prepared once per process (a rejected preparation is retried on the next call). */
-export function pythonRuntime(): Promise<PythonRuntime> {
-  if (!prepared) {
-    prepared = prepare();
-    prepared.catch(() => {
-      prepared = undefined;
-    });
-  }
-  return prepared;
-}
-
-async function prepare(): Promise<PythonRuntime> {
-  const found = interpreter();
-  if ("missing" in found) throw new Error(`${HOW_TO_INSTALL} (${found.missing})`);
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(
-      found.executable,
-      ["-I", "-B", join(ZYGOTE_DIR, "engine.py"), "prepare", cacheDir()],
-      { env: {}, timeout: 300_000, maxBuffer: 1 << 20 },
-      (err, stdout, stderr) => {
-        if (err) reject(new Error(`${HOW_TO_INSTALL} (${found.executable}: ${(stderr || err.message).trim().split("\n").slice(-1)[0]?.slice(0, 300)})`));
-        else resolve(stdout);
-      },
-    );
-  });
-  const info = JSON.parse(out) as { cwasm: string; executable: string; readable: string[] };
+export const pythonRuntime = preparedOnce(async (): Promise<PythonRuntime> => {
+  const info = await prepareEngine(join(ZYGOTE_DIR, "engine.py"), HOW_TO_INSTALL);
   return { executable: info.executable, cwasm: info.cwasm, readable: [...info.readable, info.cwasm, ZYGOTE_DIR] };
-}
+});

@@ -22,57 +22,23 @@
  * never fork a candidate's code (an environment's harness, its hidden tests), so no process that a
  * candidate's code ran in, or in which it could have left anything, ever sees them.
  */
-import type { ConfineOptions, ProgramProfile } from "./confine.ts";
-import { processHost } from "./host-handles.ts";
+import type { ProgramProfile } from "./confine.ts";
 import { HostPoolSandbox, type HostAffinity, type HostPoolOptions } from "./host-pool.ts";
 import { pythonRuntime, ZYGOTE_DIR } from "./python-runtime.ts";
 import type { RunOptions, RunResult } from "./types.ts";
+import { zygotePoolOptions, zygoteProfile, type ZygoteSandboxOptions } from "./zygote-pool.ts";
 import { join } from "node:path";
 
-export interface PythonSandboxOptions {
-  /** Max concurrent runs = max zygotes (default: number of CPUs). */
-  maxConcurrency?: number;
-  /** Time past timeoutMs before the pool kills a zygote whose child it did not stop (default 1000 ms). */
-  watchdogSlackMs?: number;
-  /** Replace a zygote after this many runs (default 20,000). */
-  recycleAfterRuns?: number;
-  /** Whom each zygote is dedicated to (host-pool.ts `HostAffinity`; README.md "The residual"). Default "off". */
-  affinity?: HostAffinity;
-  /** How the processes are confined (tests turn bubblewrap off to check the rest holds alone). */
-  confine?: ConfineOptions;
+export interface PythonSandboxOptions extends ZygoteSandboxOptions {
   /** Max concurrent grading runs (`RunOptions.grading`), each pool its own zygotes (default 1). */
   gradingConcurrency?: number;
-  /** Tests: the profile to start (an escape fixture's), in place of PYTHON_PROFILE. */
-  profile?: ProgramProfile;
 }
 
-/**
- * The zygote stops its child at the limit on the child's own CPU clock; the pool's watchdog is the
- * backstop for a zygote that does not answer. Its run clock of a forking host is read from
- * whichever child is the leaf, which on a busy machine ran a second ahead of the child's CPU time
- * (run-clock test at load ~15: a 1,390 ms run stopped at 2,397 ms by the watchdog, output lost),
- * so its slack is wide: the run's own limit stays exact.
- */
-const WATCHDOG_SLACK_MS = 4000;
-const MiB = 1024 * 1024;
-
-/**
- * How a zygote is started: the interpreter of python-runtime.ts on python-zygote/zygote.py, with
- * the precompiled module. Address space: wasmtime reserves 4 GiB + guard regions per linear
- * memory (~8 GiB of mappings, almost none of it touched); 16 GiB leaves room. A 64 MiB main-thread
- * stack: wasm frames run on it (engine.py caps them at ~2 MiB), above Python's own use.
- */
-export const PYTHON_PROFILE: ProgramProfile = {
-  kind: "program",
-  name: "python",
-  async command() {
-    const runtime = await pythonRuntime();
-    return { executable: runtime.executable, args: ["-I", "-B", join(ZYGOTE_DIR, "zygote.py"), runtime.cwasm], readable: runtime.readable };
-  },
-  addressSpaceMb: 16 * 1024,
-  stackMb: 64,
-  forksPerRun: true,
-};
+/** How a zygote is started: the interpreter of python-runtime.ts on python-zygote/zygote.py, with the precompiled module. */
+export const PYTHON_PROFILE: ProgramProfile = zygoteProfile("python", async () => {
+  const runtime = await pythonRuntime();
+  return { executable: runtime.executable, args: ["-I", "-B", join(ZYGOTE_DIR, "zygote.py"), runtime.cwasm], readable: runtime.readable };
+});
 
 function validatePython(_code: string, options: RunOptions): void {
   if (options.ts) throw new TypeError("sandbox: the python sandbox runs Python; the ts option is for JavaScript backends");
@@ -85,25 +51,7 @@ function validatePython(_code: string, options: RunOptions): void {
 }
 
 function poolOptions(options: PythonSandboxOptions, label: string, maxConcurrency: number | undefined, affinity: HostAffinity | undefined): HostPoolOptions {
-  const profile = options.profile ?? PYTHON_PROFILE;
-  return {
-    kind: "python",
-    label,
-    start: () => processHost(profile, options.confine),
-    maxConcurrency,
-    watchdogSlackMs: options.watchdogSlackMs ?? WATCHDOG_SLACK_MS,
-    memory: {
-      // The tree's memory (process-memory.ts ForkingHost): a run's child may add its wasm growth (at most memoryMb,
-      // the store limit) and the pages it copies from the zygote (its interpreter's, ~10-40 MiB);
-      // after its run the child is gone, so a zygote keeps nothing of a run.
-      killAboveBytes: (limits) => 2 * limits.memoryMb * MiB + 96 * MiB,
-      retireAboveBytes: () => 64 * MiB,
-    },
-    cooperativeCancel: true,
-    recycleAfterRuns: options.recycleAfterRuns ?? 20_000,
-    affinity,
-    validate: validatePython,
-  };
+  return zygotePoolOptions("python", label, PYTHON_PROFILE, options, { maxConcurrency, affinity, validate: validatePython });
 }
 
 /** The candidates' zygotes (this pool), and the grading zygotes (`grading: true`) beside it. */

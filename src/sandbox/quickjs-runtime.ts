@@ -10,12 +10,11 @@
  * When there is no such interpreter, every run of the QuickJS sandbox on Node is a SandboxError that
  * says what to install.
  */
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cacheDir, HOW_TO_INSTALL, interpreter, ZYGOTE_DIR as PYTHON_ZYGOTE_DIR } from "./python-runtime.ts";
+import { cacheDir, HOW_TO_INSTALL, preparedOnce, prepareEngine, ZYGOTE_DIR as PYTHON_ZYGOTE_DIR } from "./python-runtime.ts";
 import { zygoteAssets } from "./quickjs-zygote/assets.ts";
 
 /** The QuickJS zygote's Python modules (this folder's quickjs-zygote/; it imports python-zygote/). */
@@ -31,32 +30,11 @@ export interface QuickJSRuntime {
   readable: string[];
 }
 
-let prepared: Promise<QuickJSRuntime> | undefined;
-
 /** The runtime, prepared once per process (a rejected preparation is retried on the next call). */
-export function quickjsRuntime(): Promise<QuickJSRuntime> {
-  if (!prepared) {
-    prepared = prepare();
-    prepared.catch(() => {
-      prepared = undefined;
-    });
-  }
-  return prepared;
-}
-
-async function prepare(): Promise<QuickJSRuntime> {
-  const found = interpreter();
-  if ("missing" in found) throw new Error(`${HOW_TO_INSTALL.replace("the Python sandbox", "the QuickJS sandbox")} (${found.missing})`);
-  const dir = cacheDir();
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(found.executable, ["-I", "-B", join(QUICKJS_ZYGOTE_DIR, "qjs_engine.py"), "prepare", dir], { env: {}, timeout: 300_000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`the QuickJS sandbox could not prepare its engine (${found.executable}: ${(stderr || err.message).trim().split("\n").slice(-1)[0]?.slice(0, 300)})`));
-      else resolve(stdout);
-    });
-  });
-  const info = JSON.parse(out) as { cwasm: string; executable: string; readable: string[] };
+export const quickjsRuntime = preparedOnce(async (): Promise<QuickJSRuntime> => {
+  const info = await prepareEngine(join(QUICKJS_ZYGOTE_DIR, "qjs_engine.py"), HOW_TO_INSTALL.replace("the Python sandbox", "the QuickJS sandbox"));
   const text = JSON.stringify(await zygoteAssets());
-  const assets = join(dir, `quickjs-assets-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.json`);
+  const assets = join(cacheDir(), `quickjs-assets-${createHash("sha256").update(text).digest("hex").slice(0, 16)}.json`);
   if (!existsSync(assets)) {
     // Renamed over: a zygote starting meanwhile finds the whole file or none. Zygotes run as other users: readable by all.
     const partial = `${assets}.${process.pid}.tmp`;
@@ -65,4 +43,4 @@ async function prepare(): Promise<QuickJSRuntime> {
     renameSync(partial, assets);
   }
   return { executable: info.executable, cwasm: info.cwasm, assets, readable: [...info.readable, info.cwasm, assets, QUICKJS_ZYGOTE_DIR, PYTHON_ZYGOTE_DIR] };
-}
+});

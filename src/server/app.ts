@@ -68,8 +68,10 @@ export interface AppOptions {
   allowedOrigins?: readonly string[] | undefined;
   /** The server listens on a loopback address: Host names that are not loopback ones are refused (DNS rebinding; browser-guards.ts). */
   loopbackOnly?: boolean | undefined;
-  /** Where Open Reward Standard sessions are kept (ors.ts; default: in memory). */
+  /** Where Open Reward Standard sessions are kept (ors.ts; default: in memory, no share per client). */
   orsSessions?: OrsSessionStore;
+  /** How often an ORS tool call's stream says it is alive (ors.ts HEARTBEAT_MS; tests). */
+  orsHeartbeatMs?: number;
 }
 
 export type AppEnv = {
@@ -325,7 +327,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
 
   // The Open Reward Standard, at the root where its clients look (ors.ts): sessions are episodes.
-  mountOrs(app, { envs: opts.envs, host: opts.host, engine, sessions: opts.orsSessions ?? new MemoryOrsSessions(), clientOf, readBody: (c, schema) => readBody(c, schema) });
+  mountOrs(app, { envs: opts.envs, host: opts.host, engine, sessions: opts.orsSessions ?? new MemoryOrsSessions(), clientOf, readBody: (c, schema) => readBody(c, schema), heartbeatMs: opts.orsHeartbeatMs });
 
   // A known route asked with the wrong method is 405, not 404.
   app.all(`${b}/:route`, (c) => {

@@ -1,4 +1,6 @@
 /** Server settings from the environment, each with its documented default. */
+import { sandboxKindFromEnv } from "../sandbox/kind.ts";
+import type { SandboxKind } from "../sandbox/types.ts";
 import { allowedOrigins } from "./browser-guards.ts";
 
 export interface ServerConfig {
@@ -14,12 +16,17 @@ export interface ServerConfig {
   maxEpisodeChars: number;
   /** Concurrent sandbox runs at most (0 = the backend's default: one per CPU). */
   sandboxConcurrency: number;
+  /** The JavaScript engine on Node (ENVWORKER_SANDBOX; default quickjs: a fresh process forked per run). */
+  sandbox: SandboxKind;
   /**
-   * Whom a sandbox host (process) is dedicated to (ENVWORKER_SANDBOX_AFFINITY): "client" (default),
-   * so a guest that escaped its engine reaches only its own client's later runs; "episode", only its
-   * own episode's; "off", every later run of its process (src/sandbox/README.md "The residual").
+   * Whom a sandbox host (process) is dedicated to (ENVWORKER_SANDBOX_AFFINITY). Undefined (the
+   * default): every run starts in a state no earlier guest touched, on every engine: isolated-vm
+   * hosts serve one run each ("run"); the QuickJS and Python zygotes fork a fresh child per run
+   * and are dedicated to a client. "client", "episode" or "off" on isolated-vm is the operator's
+   * explicit choice of speed over that rule: an escaped guest then reaches later runs of its own
+   * client, its own episode, or of anyone (src/sandbox/README.md "The residual").
    */
-  sandboxAffinity: SandboxAffinity;
+  sandboxAffinity: SandboxAffinity | undefined;
   /** Bearer token required on every route but /health; unset = open. */
   token: string | undefined;
   /**
@@ -104,14 +111,14 @@ function seconds(env: Record<string, string | undefined>, name: string, fallback
   return n;
 }
 
-export type SandboxAffinity = "client" | "episode" | "off";
+export type SandboxAffinity = "run" | "client" | "episode" | "off";
 
-function affinity(raw: string | undefined): SandboxAffinity {
-  if (raw === undefined || raw === "" || raw === "client") return "client";
+function affinity(raw: string | undefined): SandboxAffinity | undefined {
+  if (raw === undefined || raw === "") return undefined;
   // "key" was the name of "episode" (a host per queue key) when it was the only choice besides off.
-  if (raw === "episode" || raw === "key") return "episode";
-  if (raw === "off") return "off";
-  throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "client", "episode" or "off", got ${JSON.stringify(raw)}`);
+  if (raw === "key") return "episode";
+  if (raw === "run" || raw === "client" || raw === "episode" || raw === "off") return raw;
+  throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "run", "client", "episode" or "off", got ${JSON.stringify(raw)}`);
 }
 
 export function configFromEnv(env: Record<string, string | undefined>): ServerConfig {
@@ -125,6 +132,7 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     maxSteps: int(env, "ENVWORKER_MAX_STEPS", 1000),
     maxEpisodeChars: int(env, "ENVWORKER_MAX_EPISODE_CHARS", 1_000_000),
     sandboxConcurrency: int(env, "ENVWORKER_SANDBOX_CONCURRENCY", 0),
+    sandbox: sandboxKindFromEnv(env),
     sandboxAffinity: affinity(env.ENVWORKER_SANDBOX_AFFINITY),
     token: env.ENVWORKER_TOKEN || undefined,
     allowedOrigins: allowedOrigins(env.ENVWORKER_ALLOWED_ORIGINS),

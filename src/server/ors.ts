@@ -11,7 +11,9 @@
  *   GET  /{env}/tools  /{env}/splits         POST /{env}/tasks /num_tasks /task /task_range
  *   GET  /{env}/prompt /{env}/task_tools (X-Session-ID)
  *   POST /{env}/call {name, input} (X-Session-ID): SSE `task_id`, then the ToolOutput JSON
- *        (`chunk`s and `end`): {ok: true, output: {blocks, metadata, reward, finished}} | {ok: false, error}
+ *        (`chunk`s and `end`): {ok: true, output: {blocks, metadata, reward, finished}} | {ok: false, error};
+ *        a comment every 10 s while the call runs (ORS's client gives up on a stream silent for
+ *        30 s), and {name, input, task_id} resumes a call whose stream broke (ors-tasks.ts)
  *
  * Without `/{env}` (the OpenReward SDK without a variant), the paths are the first environment's,
  * as an ORS server's default environment.
@@ -34,6 +36,7 @@ import { episodeKey, type EpisodeHost } from "./episode-host.ts";
 import type { EnvEngine } from "./engine.ts";
 import { episodeTools, hasEpisodeTool, stepToolCall, SUBMIT_TOOL } from "./mcp-episode.ts";
 import { newEpisodeId } from "./ids.ts";
+import { OrsTasks } from "./ors-tasks.ts";
 import { MAX_EXAMPLES } from "./protocol.ts";
 
 // -- the wire (ors/types.py) -------------------------------------------------------------------
@@ -92,38 +95,111 @@ export interface OrsSession {
  */
 export interface OrsSessionStore {
   get(client: string, sid: string): Promise<OrsSession | undefined>;
+  /** Stores the session (a new one past the store's limits: CAPACITY_REACHED). */
   put(client: string, sid: string, session: OrsSession): Promise<void>;
   delete(client: string, sid: string): Promise<void>;
+  /** Throws CAPACITY_REACHED when a new session of this client would not be kept (stores with limits). */
+  admit?(client: string): void;
 }
 
-/** Sessions in memory, at most `max`, each forgotten after `idleMs` unused (ORS's server reaps after 900 s). */
+/** ORS sessions a server keeps at most (MemoryOrsSessions). */
+export const ORS_SESSIONS = 100_000;
+
+export interface MemoryOrsSessionsOptions {
+  /** Sessions at most (default ORS_SESSIONS). */
+  max?: number;
+  /** Sessions one client may keep at most (default: max): a client at its share gets CAPACITY_REACHED, others are served. */
+  maxPerClient?: number;
+  /** An unused session is forgotten after this long (default 900 s, as ORS's server reaps). */
+  idleMs?: number;
+  /** Clock, injectable for tests. */
+  now?: () => number;
+}
+
+/**
+ * Sessions in memory: at most `max`, each client at most `maxPerClient` (its share, as the episode
+ * store's: one client filling its share does not stop another opening a session), each forgotten
+ * after `idleMs` unused. A new session past a limit is refused (CAPACITY_REACHED), never made by
+ * dropping another's.
+ */
 export class MemoryOrsSessions implements OrsSessionStore {
+  readonly max: number;
+  readonly maxPerClient: number;
+  private readonly idleMs: number;
+  private readonly now: () => number;
+  // Ordered by last put (each put re-inserts): idle ones are at the front.
   private readonly sessions = new Map<string, OrsSession>();
-  constructor(
-    private readonly max = 100_000,
-    private readonly idleMs = 900_000,
-  ) {}
+  private readonly perClient = new Map<string, number>();
+
+  constructor(opts: MemoryOrsSessionsOptions = {}) {
+    this.max = opts.max ?? ORS_SESSIONS;
+    this.maxPerClient = Math.min(opts.maxPerClient ?? this.max, this.max);
+    this.idleMs = opts.idleMs ?? 900_000;
+    this.now = opts.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** One client's sessions. */
+  sessionsOf(client: string): number {
+    return this.perClient.get(client) ?? 0;
+  }
+
   async get(client: string, sid: string) {
     const key = episodeKey(client, sid);
     const s = this.sessions.get(key);
-    if (s && Date.now() - s.at > this.idleMs) {
-      this.sessions.delete(key);
+    if (s && this.now() - s.at > this.idleMs) {
+      this.forget(key, s);
       return undefined;
     }
     return s;
   }
+
+  admit(client: string): void {
+    this.expireIdle();
+    if (this.sessions.size >= this.max) {
+      throw new ApiError("CAPACITY_REACHED", `the server holds its maximum of ${this.max} ORS sessions; delete some or retry later`, { active_sessions: this.sessions.size, max_sessions: this.max });
+    }
+    if (this.sessionsOf(client) >= this.maxPerClient) {
+      throw new ApiError("CAPACITY_REACHED", `this client holds its share of ${this.maxPerClient} ORS sessions; delete some or retry later`, {
+        active_sessions: this.sessionsOf(client),
+        max_sessions: this.maxPerClient,
+      });
+    }
+  }
+
   async put(client: string, sid: string, session: OrsSession) {
     const key = episodeKey(client, sid);
-    this.sessions.delete(key);
-    if (this.sessions.size >= this.max) {
-      // The least recently used goes first (Map order: oldest put first).
-      const oldest = this.sessions.keys().next().value;
-      if (oldest !== undefined) this.sessions.delete(oldest);
+    const old = this.sessions.get(key);
+    if (old) this.sessions.delete(key);
+    else {
+      this.admit(client);
+      this.perClient.set(client, this.sessionsOf(client) + 1);
     }
     this.sessions.set(key, session);
   }
+
   async delete(client: string, sid: string) {
-    this.sessions.delete(episodeKey(client, sid));
+    const key = episodeKey(client, sid);
+    const s = this.sessions.get(key);
+    if (s) this.forget(key, s);
+  }
+
+  private expireIdle(): void {
+    const cutoff = this.now() - this.idleMs;
+    for (const [key, s] of this.sessions) {
+      if (s.at > cutoff) break; // ordered by last put: the rest are newer
+      this.forget(key, s);
+    }
+  }
+
+  private forget(key: string, s: OrsSession): void {
+    this.sessions.delete(key);
+    const left = this.sessionsOf(s.client) - 1;
+    if (left > 0) this.perClient.set(s.client, left);
+    else this.perClient.delete(s.client);
   }
 }
 
@@ -135,7 +211,12 @@ export interface OrsDeps {
   clientOf: (c: Context) => string;
   /** The request's JSON body against a schema (the app's reader: limits, INVALID_JSON, VALIDATION_ERROR). */
   readBody: <S extends z.ZodType>(c: Context, schema: S) => Promise<z.output<S>>;
+  /** How often a tool call's stream says it is alive (default HEARTBEAT_MS; tests make it short, 0: never). */
+  heartbeatMs?: number | undefined;
 }
+
+/** A comment on a call's stream this often: ORS's server pings every 10 s, its client gives up after 30 s of silence. */
+export const HEARTBEAT_MS = 10_000;
 
 // -- answers -----------------------------------------------------------------------------------
 
@@ -163,23 +244,39 @@ function sseResult(json: string): string {
 const sseHeaders = () => ({ "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" });
 
 /**
- * An SSE answer whose `task_id` goes out at once and whose result follows when `work` is done, with
- * a comment every 10 s meanwhile (ORS's client gives up on a stream silent for 30 s).
+ * An SSE answer whose `task_id` goes out at once and whose result follows when the task is done,
+ * with a comment every `heartbeatMs` meanwhile (ORS's client gives up on a stream silent for 30 s).
+ * A client gone before the end stops the stream, not the task (it may come back for it).
  */
-function sseTask(taskId: string, work: () => Promise<string>): Response {
+function sseTask(taskId: string, result: Promise<string>, heartbeatMs: number): Response {
   const encoder = new TextEncoder();
+  let beat: ReturnType<typeof setInterval> | undefined;
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
-      controller.enqueue(encoder.encode(sse("task_id", taskId)));
-      const beat = setInterval(() => controller.enqueue(encoder.encode(": ping\n\n")), 10_000);
+      const send = (text: string) => {
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          // The stream was cancelled (its client left): nothing more to say.
+        }
+      };
+      send(sse("task_id", taskId));
+      if (heartbeatMs > 0) beat = setInterval(() => send(": ping\n\n"), heartbeatMs);
       try {
-        controller.enqueue(encoder.encode(sseResult(await work())));
+        send(sseResult(await result));
       } catch (err) {
-        controller.enqueue(encoder.encode(sse("error", toApiError(err).message.replaceAll("\n", " "))));
+        send(sse("error", toApiError(err).message.replaceAll("\n", " ")));
       } finally {
-        clearInterval(beat);
-        controller.close();
+        if (beat !== undefined) clearInterval(beat);
+        try {
+          controller.close();
+        } catch {
+          // Already cancelled.
+        }
       }
+    },
+    cancel() {
+      if (beat !== undefined) clearInterval(beat);
     },
   });
   return new Response(stream, { status: 200, headers: sseHeaders() });
@@ -191,6 +288,8 @@ const splitType = (name: string) => (name === "train" || name === "test" ? name 
 
 export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
   const byName = new Map(deps.envs.map((e) => [e.name, e]));
+  const calls = new OrsTasks();
+  const heartbeatMs = deps.heartbeatMs ?? HEARTBEAT_MS;
   const defaultEnv = deps.envs[0];
   const envNamed = (name: string): Environment => {
     const env = byName.get(name);
@@ -238,7 +337,13 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
       example = found.tasks[0]!.example;
     }
     await deps.host.reset(env, { example, episode_id: sid }, s.client);
-    await deps.sessions.put(s.client, sid, { ...s, env: env.name, started: true, at: Date.now() });
+    try {
+      await deps.sessions.put(s.client, sid, { ...s, env: env.name, started: true, at: Date.now() });
+    } catch (err) {
+      // Not kept (the store is full): nor is its episode.
+      await deps.host.close(env, sid, s.client).catch(() => false);
+      throw err;
+    }
   };
 
   app.post("/create_session", (c) => new Response(sse("task_id", newEpisodeId()) + sse("end", ""), { headers: sseHeaders() }));
@@ -256,6 +361,8 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
       const sid = sidOf(c);
       const req = await deps.readBody(c, CreateSession);
       if (await deps.sessions.get(deps.clientOf(c), sid)) return detail(c, 400, "Session already exists");
+      // Past its share of sessions a client is refused before its episode is made.
+      deps.sessions.admit?.(deps.clientOf(c));
       let envName = req.env_name ?? undefined;
       let create: OrsSession["create"];
       if (req.task_spec != null) {
@@ -370,7 +477,16 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
       guard(async (c, env) => {
         const sid = await episodeOf(c, env);
         const req = await deps.readBody(c, ToolCall);
-        return sseTask(req.task_id ?? newEpisodeId(), async () => JSON.stringify(await callTool(deps, env, sid, req.name, req.input as Record<string, unknown>, deps.clientOf(c))));
+        const client = deps.clientOf(c);
+        if (req.task_id != null) {
+          // ORS's client coming back for a call whose stream broke: its answer, not a second call.
+          const task = calls.find(client, sid, req.task_id);
+          if (!task) return new Response(sse("error", "unknown task_id"), { status: 200, headers: sseHeaders() });
+          return sseTask(req.task_id, task.result, heartbeatMs);
+        }
+        const id = newEpisodeId();
+        const task = calls.start(client, sid, id, async () => JSON.stringify(await callTool(deps, env, sid, req.name, req.input as Record<string, unknown>, client)));
+        return sseTask(id, task.result, heartbeatMs);
       }),
     );
   };

@@ -1,7 +1,8 @@
 /**
- * The `javascript` tool: run the model's code in the platform's sandbox (`ctx.sandbox`, isolated-vm
- * on Node, QuickJS on Workers) and answer with what it printed and the value of its last
- * expression, like a notebook cell. Every run is a fresh context: nothing persists between calls.
+ * The `javascript` tool: run the model's code in the platform's sandbox (`ctx.sandbox`: QuickJS,
+ * on Node in a process forked per call; isolated-vm when the operator chooses it) and answer with
+ * what it printed and the value of its last expression, like a notebook cell. Every run starts
+ * fresh: nothing persists between calls.
  *
  * What the model reads:
  *   stdout:            (only when something was printed with console.log/info/debug)

@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+import time
 import unittest
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import EnvworkerServer, reverse_text_gold, trainer_missing  # noqa: E402
+from _support import REPO_ROOT, EnvworkerServer, reverse_text_gold, trainer_missing  # noqa: E402
 
 from envworker import EnvClient  # noqa: E402
 
@@ -163,6 +164,35 @@ class OrsClientTests(unittest.TestCase):
                 self.assertTrue(s.call_tool("submit", {"content": "\\boxed{0}"}).finished)
                 with self.assertRaisesRegex(ToolCallError, "EPISODE_DONE"):
                     s.call_tool("submit", {"content": "again"})
+
+
+@unittest.skipIf(ORS_MISSING, f"needs {ORS_MISSING}")
+class OrsLongCallTests(unittest.TestCase):
+    """A tool call longer than ORS's client waits on a silent stream (30 s of socket reads): the
+    server's stream says it is alive meanwhile, and the client gets the call's answer."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        # The tool sleeps in an environment thread: past the default 30 s deadline of a call.
+        fixture = REPO_ROOT / "test" / "fixtures" / "ors-slow-env.ts"
+        cls.server = EnvworkerServer(str(fixture), extra_env={"ENVWORKER_ENV_TIMEOUT_S": "120"})
+        cls.url = cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.stop()
+
+    def test_a_call_of_35_s_is_answered(self) -> None:
+        from ors.client import ORS
+
+        with ORS(base_url=self.url) as client:
+            env = client.environment("slow-tools")
+            with env.session(split="train", index=0) as s:
+                started = time.monotonic()
+                out = s.call_tool("wait", {"ms": 35_000})
+                self.assertGreaterEqual(time.monotonic() - started, 35)
+                self.assertEqual(out.blocks[0].text, "waited 35000 ms")
+                self.assertFalse(out.finished)
 
 
 @unittest.skipIf(TRL_MISSING, f"needs {TRL_MISSING}")

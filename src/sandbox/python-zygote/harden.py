@@ -20,7 +20,7 @@
 #   mounts, changes to the file system, prctl and rlimits. Denied calls fail with EPERM; another
 #   ABI (i386, x32) kills the child.
 
-import ctypes, os, resource, signal
+import ctypes, os, resource, select, signal
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -77,6 +77,18 @@ def harden_child(keep, zygote_pid, address_space=0):
         resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     seccomp()
+
+
+def spare(keep, zygote_pid, address_space, hot):
+    """
+    A spare child's start (both zygotes): hardened (harden_child), then the pages a run writes
+    (`hot`, the zygote's probe) copied ahead while no request waits on fd 0 (populate).
+    """
+    harden_child(keep, zygote_pid, address_space)
+    if hot:
+        request_ready = select.poll()
+        request_ready.register(0, select.POLLIN)
+        populate(hot, lambda: bool(request_ready.poll(0)))
 
 
 MADV_POPULATE_WRITE = 23

@@ -62,15 +62,19 @@ def _no_constants(name):
     raise ValueError("not JSON: " + name)
 
 
-def parse_report(raw, limits):
-    """The guest's report {status, result, error}, or None when it is not one."""
+def parse_report(raw, limits, statuses=STATUSES):
+    """
+    A guest's report {status, result, error, stdout?, stderr?, truncated?} (the Python guest's,
+    guest.py; QuickJS's prelude, guest.ts, adds its output), checked field by field as report.ts
+    parseReport does, or None when it is not one. Lone surrogates pass, as both guests encode them.
+    """
     if len(raw) > 16 * limits["maxOutputBytes"] + 64 * 1024:
         return None
     try:
-        r = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
+        r = json.loads(raw.decode("utf-8", "surrogatepass"), parse_constant=_no_constants)
     except (ValueError, RecursionError, MemoryError):
         return None
-    if not isinstance(r, dict) or r.get("status") not in STATUSES:
+    if not isinstance(r, dict) or r.get("status") not in statuses:
         return None
     e = r.get("error")
     error = None
@@ -78,7 +82,14 @@ def parse_report(raw, limits):
         error = {"name": e["name"], "message": e["message"]}
         if isinstance(e.get("stack"), str):
             error["stack"] = e["stack"]
-    return {"status": r["status"], "result": r.get("result"), "error": error}
+    return {
+        "status": r["status"],
+        "result": r.get("result"),
+        "error": error,
+        "stdout": r["stdout"] if isinstance(r.get("stdout"), str) else "",
+        "stderr": r["stderr"] if isinstance(r.get("stderr"), str) else "",
+        "truncated": r["truncated"] if r.get("truncated") in ("stdout", "stderr") else None,
+    }
 
 
 def to_run_result(report, stdout, stderr, truncated_in, limits, elapsed_ms, host_error=None):

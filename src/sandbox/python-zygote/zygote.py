@@ -34,7 +34,7 @@
 #
 #   python -I -B zygote.py CWASM [--no-prefault]
 
-import json, os, select, signal, struct, sys, time
+import json, os, signal, struct, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -44,12 +44,12 @@ import engine  # noqa: E402
 import harden  # noqa: E402
 import result as results  # noqa: E402
 import wasmtime  # noqa: E402
+from channel import Channel  # noqa: E402
+from forking import CHILD_MAPPINGS, MiB, Child, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
+from run_clock import wait_for_result  # noqa: E402
 
-MiB = 1 << 20
 # The guest's report is one write to fd 1 that starts with this and the zygote's token (guest.py).
 REPORT_MAGIC = b"\x00envworker-report\x00"
-SERVER_IN = 0
-SERVER_OUT = 1
 MASK = 0xFFFFFFFF
 # WASI's errno values.
 EBADF, EFAULT, EINVAL, ENOSYS, ESPIPE = 8, 21, 28, 52, 70
@@ -60,12 +60,6 @@ MAGIC = b"EWZ1"
 KIND_REPORT, KIND_TRAP, KIND_EXIT, KIND_NONE = 1, 2, 3, 4
 # zygote -> child: the memory limit (bytes of linear memory), maxOutputBytes, the request's length.
 REQUEST_HEAD = struct.Struct("<QQI")
-# Before the first kill for time, the child is watched this long to tell "running" from "waiting
-# for a CPU" (a wait under way is not in schedstat yet: run-delay.ts).
-CONFIRM_S = 0.02
-PAGE = os.sysconf("SC_PAGE_SIZE")
-# What a child may map beyond the zygote's own mappings: its host-side Python (output, the report).
-CHILD_MAPPINGS = 512 * MiB
 
 
 def dying(pid):
@@ -88,118 +82,8 @@ def dying(pid):
         return True
 
 
-def vsize():
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[0]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def rss():
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * PAGE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 # What the probe runs (zygote.probe): the shape of a typical small run.
 PROBE_CODE = "def f(x):\n    return x * 2\nassert f(2) == 4\na, b = map(int, input().split())\nprint(a + b, [1, 'x'], {'k': 2.5})\nf(21)"
-
-
-def written_ranges():
-    """This process's private writable pages that are its own (copied or new since fork), as [address, length] runs."""
-    import array
-
-    ranges = []
-    with open("/proc/self/maps", "r") as f:
-        maps = f.read().splitlines()
-    fd = os.open("/proc/self/pagemap", os.O_RDONLY)
-    try:
-        for line in maps:
-            parts = line.split()
-            if len(parts) < 2 or not parts[1].startswith("rw") or parts[1][3] != "p":
-                continue
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            pages = (hi - lo) // PAGE
-            if pages > 1 << 20:
-                continue
-            entries = array.array("Q", os.pread(fd, 8 * pages, (lo // PAGE) * 8))
-            start = None
-            for i, v in enumerate(entries):
-                # present (bit 63) and mapped by this process alone (bit 56): copied or new here.
-                if (v >> 63) & 1 and (v >> 56) & 1:
-                    if start is None:
-                        start = i
-                elif start is not None:
-                    ranges.append([lo + start * PAGE, (i - start) * PAGE])
-                    start = None
-            if start is not None:
-                ranges.append([lo + start * PAGE, (len(entries) - start) * PAGE])
-    finally:
-        os.close(fd)
-    return ranges
-
-
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
-def read_exact(fd, n):
-    chunks = []
-    while n > 0:
-        c = os.read(fd, min(n, 1 << 20))
-        if not c:
-            raise EOFError
-        chunks.append(c)
-        n -= len(c)
-    return b"".join(chunks)
-
-
-class Schedstat:
-    """A child's /proc/<pid>/schedstat: time on a CPU and time waiting for one, in seconds."""
-
-    def __init__(self, pid):
-        try:
-            self.fd = os.open("/proc/%d/schedstat" % pid, os.O_RDONLY)
-        except OSError:
-            self.fd = None
-        self.pid = pid
-        self.last = (0.0, 0.0)
-
-    def read(self):
-        if self.fd is not None:
-            try:
-                ran, waited = os.pread(self.fd, 128, 0).split()[:2]
-                self.last = (int(ran) / 1e9, int(waited) / 1e9)
-            except (OSError, ValueError):
-                pass
-        return self.last
-
-    def running(self):
-        """Whether the child is running or runnable (not asleep by itself)."""
-        try:
-            with open("/proc/%d/stat" % self.pid, "rb") as f:
-                stat = f.read()
-            return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] == b"R"
-        except (OSError, ValueError):
-            return False
-
-    def close(self):
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-class Child:
-    def __init__(self, pid, request_w, result_r):
-        self.pid = pid
-        self.request_w = request_w
-        self.result_r = result_r
 
 
 class Zygote:
@@ -230,7 +114,9 @@ class Zygote:
         self.hot = []
         self.prefault = True
         self.spare = None
-        self.inbuf = bytearray()
+        # The child of the run under way (while the zygote waits for it).
+        self.current = None
+        self.channel = Channel(self.exit)
         # In a child: its request, limits and captured output.
         self.pending = b""
         self.max_output = 0
@@ -448,10 +334,7 @@ class Zygote:
     def finish(self, kind, message):
         """Sends what the run produced to the zygote and ends this child at once."""
         if self.probing is not None:
-            try:
-                write_all(self.probing, json.dumps(written_ranges()).encode())
-            finally:
-                os._exit(0)
+            report_written(self.probing)
         try:
             head = RESULT_HEAD.pack(MAGIC, kind, len(message), len(self.out[0]), len(self.out[1]), self.truncated_in)
             write_all(1, head + message + bytes(self.out[0]) + bytes(self.out[1]))
@@ -461,29 +344,11 @@ class Zygote:
 
     # ---- the zygote ---------------------------------------------------------------------------------
 
-    def send(self, message):
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8", "backslashreplace")
-        write_all(SERVER_OUT, struct.pack(">I", len(body)) + body)
-
-    def read_request(self, block):
-        """The next request from the server (None when none is whole yet and block is False)."""
-        while True:
-            if len(self.inbuf) >= 4:
-                n = struct.unpack(">I", self.inbuf[:4])[0]
-                if len(self.inbuf) >= 4 + n:
-                    body = bytes(self.inbuf[4 : 4 + n])
-                    del self.inbuf[: 4 + n]
-                    return json.loads(body), body
-            if not block:
-                return None
-            chunk = os.read(SERVER_IN, 1 << 20)
-            if not chunk:
-                self.exit()
-            self.inbuf += chunk
-
     def exit(self):
-        if self.spare:
-            self.reap(self.spare)
+        """The server closed its end: the zygote ends, its children first."""
+        for child in (self.spare, self.current):
+            if child:
+                child.reap()
         os._exit(0)
 
     def serve(self, caller):
@@ -503,68 +368,37 @@ class Zygote:
         if self.child:
             return  # in the probe: back into WebAssembly with its sample request
         self.hot = hot
-        self.send({"type": "ready", "bytes": rss(), "engineBytes": self.base_memory})
+        self.channel.send({"type": "ready", "bytes": rss(), "engineBytes": self.base_memory})
         queued = []
         while True:
             if self.spare is None:
                 self.spare = self.fork()
                 if self.child:
                     return  # in the new child: back into WebAssembly with its request
-            request, body = queued.pop(0) if queued else self.read_request(block=True)
+            request, body = queued.pop(0) if queued else self.channel.next(block=True)
             if request.get("type") != "run":
                 continue  # a cancel for a run already answered
             reply = self.run(request, body, queued)
             if self.child:
                 return  # a child forked in place of a dead spare: back into WebAssembly
-            self.send(reply)
+            self.channel.send(reply)
 
     def probe(self):
         """
-        The pages a run writes, found once at start: a child runs a sample request (as a real run
-        would, from the same zygote state) and reports which of its pages it copied (written_ranges).
-        Each spare copies those in advance (harden.populate), while it waits for its request: the
-        copies (~500 page faults, ~1-2 ms here) happen before the run arrives, not during it.
-        In the probe child this returns None (it goes back into WebAssembly).
+        The pages a run writes, found once at start (forking.probe_pages): the probe child runs a
+        sample request as a real run would, back in WebAssembly, and reports its pages at its end
+        (finish). Each spare copies those in advance (harden.spare), while it waits for its
+        request: the copies (~500 page faults, ~1-2 ms here) happen before the run arrives, not
+        during it. In the probe child this returns None (it goes back into WebAssembly).
         """
-        # Measured twice: after a run, and right after a fork with no run (what measuring itself
-        # writes); the pages of the first that are not in the second are the run's.
-        measured = []
-        for run in (True, False):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(r)
-                if not run:
-                    try:
-                        write_all(w, json.dumps(written_ranges()).encode())
-                    finally:
-                        os._exit(0)
-                self.child = True
-                self.probing = w
-                self.pending = json.dumps({"type": "run", "id": 0, "code": PROBE_CODE, "options": {"stdin": "3 4\n"}}).encode()
-                self.max_output = self.budget = 64 * 1024
-                return None
-            os.close(w)
-            chunks = []
-            while True:
-                c = os.read(r, 1 << 16)
-                if not c:
-                    break
-                chunks.append(c)
-            os.close(r)
-            os.waitpid(pid, 0)
-            try:
-                measured.append({int(a) + i for a, n in json.loads(b"".join(chunks)) for i in range(0, int(n), PAGE)})
-            except (ValueError, TypeError):
-                return []
-        pages = sorted(measured[0] - measured[1])
-        ranges = []
-        for page in pages:
-            if ranges and ranges[-1][0] + ranges[-1][1] == page:
-                ranges[-1][1] += PAGE
-            else:
-                ranges.append([page, PAGE])
-        return [tuple(x) for x in ranges][:4096]
+
+        def run_in_child(w):
+            self.child = True
+            self.probing = w
+            self.pending = json.dumps({"type": "run", "id": 0, "code": PROBE_CODE, "options": {"stdin": "3 4\n"}}).encode()
+            self.max_output = self.budget = 64 * 1024
+
+        return probe_pages(run_in_child)
 
     def fork(self):
         request_r, request_w = os.pipe()
@@ -573,11 +407,7 @@ class Zygote:
         if pid == 0:
             self.child = True
             try:
-                harden.harden_child([request_r, result_w], self.pid, self.address_space)
-                if self.prefault:
-                    request_ready = select.poll()
-                    request_ready.register(0, select.POLLIN)
-                    harden.populate(self.hot, lambda: bool(request_ready.poll(0)))
+                harden.spare([request_r, result_w], self.pid, self.address_space, self.hot if self.prefault else [])
                 # fd 0: the request; fd 1: the result. Nothing else is open from here on.
                 memory_limit, max_output, length = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
                 self.pending = read_exact(0, length)
@@ -590,22 +420,6 @@ class Zygote:
         os.close(request_r)
         os.close(result_w)
         return Child(pid, request_w, result_r)
-
-    def reap(self, child):
-        for fd in (child.request_w, child.result_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            _, status = os.waitpid(child.pid, 0)
-            return status
-        except ChildProcessError:
-            return None
 
     def run(self, request, body, queued):
         rid = request.get("id")
@@ -621,7 +435,7 @@ class Zygote:
         except OSError:
             # The spare died while it waited (killed from outside: nothing of a guest's ran in
             # it): a fresh one takes the run.
-            self.reap(child)
+            child.reap()
             child = self.fork()
             if child is None:
                 return None  # in the new child (the caller returns it into WebAssembly)
@@ -629,73 +443,15 @@ class Zygote:
                 write_all(child.request_w, head + body)
             except OSError:
                 pass  # answered from its exit below
-        os.close(child.request_w)
-        child.request_w = -1
-        clock = Schedstat(child.pid)
-        waited0 = clock.read()[1]
-        timeout = limits["timeoutMs"] / 1000
-        cap = (limits["timeoutMs"] * 10 + 30_000) / 1000
-        extension = 0.0
+        child.close_request()
         bound = RESULT_HEAD.size + 17 * limits["maxOutputBytes"] + 64 * 1024
-        data = bytearray()
-        poller = select.poll()
-        poller.register(child.result_r, select.POLLIN)
-        poller.register(SERVER_IN, select.POLLIN)
-        host_error = None
-        eof = False
-        try:
-            while not eof:
-                now = time.monotonic()
-                remaining = min(started + timeout + extension, started + cap) - now
-                if remaining <= 0:
-                    # The wall clock passed the limit: give back the time the child waited for a CPU.
-                    waited = clock.read()[1] - waited0
-                    if waited > extension and now < started + cap:
-                        extension = waited
-                        continue
-                    if now < started + cap and clock.running():
-                        # Running or waiting for a CPU? A wait under way is not counted yet.
-                        ran0 = clock.read()[0]
-                        t0 = time.monotonic()
-                        poller.poll(CONFIRM_S * 1000)
-                        if clock.read()[0] - ran0 < CONFIRM_S / 4:
-                            extension += time.monotonic() - t0
-                            continue
-                    host_error = results.timeout_error(limits)
-                    break
-                for fd, _ in poller.poll(max(1, int(remaining * 1000) + 1)):
-                    if fd == SERVER_IN:
-                        chunk = os.read(SERVER_IN, 1 << 20)
-                        if not chunk:
-                            self.reap(child)
-                            os._exit(0)
-                        self.inbuf += chunk
-                        while (next_ := self.read_request(block=False)) is not None:
-                            if next_[0].get("type") == "cancel" and next_[0].get("id") == rid:
-                                host_error = {"name": "CancelledError", "message": "the run was cancelled while running"}
-                            else:
-                                queued.append(next_)
-                        if host_error:
-                            eof = True
-                            break
-                    else:
-                        chunk = os.read(child.result_r, 1 << 20)
-                        if not chunk:
-                            eof = True
-                            break
-                        data += chunk
-                        if len(data) > bound:
-                            host_error = {"name": "SandboxError", "message": "the interpreter process sent more than its run allows; it was stopped"}
-                            eof = True
-                            break
-        finally:
-            waited = clock.read()[1] - waited0
-            clock.close()
-        elapsed_ms = max(0.0, (time.monotonic() - started - waited) * 1000)
-        status = self.reap(child)
+        self.current = child
+        data, host_error, elapsed_ms = wait_for_result(self.channel, child, rid, started, limits, bound, queued, "interpreter process")
+        self.current = None
+        status = child.reap()
         if host_error is not None:
             return self.reply(rid, None, b"", b"", 0, limits, elapsed_ms, host_error)
-        return self.from_child(rid, bytes(data), status, limits, elapsed_ms)
+        return self.from_child(rid, data, status, limits, elapsed_ms)
 
     def from_child(self, rid, data, status, limits, elapsed_ms):
         if len(data) >= RESULT_HEAD.size:
@@ -721,8 +477,7 @@ class Zygote:
                 else:
                     error = {"name": "SandboxError", "message": "the interpreter ended without a report"}
                 return self.reply(rid, None, stdout, stderr, cut, limits, elapsed_ms, error)
-        how = "exit code %s" % os.waitstatus_to_exitcode(status) if status is not None else "unknown"
-        return self.reply(rid, None, b"", b"", 0, limits, elapsed_ms, {"name": "SandboxError", "message": "the interpreter process died (%s)" % how})
+        return self.reply(rid, None, b"", b"", 0, limits, elapsed_ms, died(status, "interpreter process"))
 
     def reply(self, rid, report, stdout, stderr, cut, limits, elapsed_ms, host_error):
         cut_in = {1: "stdout", 2: "stderr"}.get(cut)

@@ -1,6 +1,7 @@
 # The QuickJS sandbox's host process: a fork server ("zygote") around QuickJS-NG's WASI reactor
-# (qjs_engine.py), on the Python sandbox's zygote core (../python-zygote: the child hardening of
-# harden.py, the run clock of zygote.py's Schedstat, the output caps of result.py).
+# (qjs_engine.py), on the Python sandbox's zygote core (../python-zygote: the channel to the server
+# of channel.py, the forking and probing of forking.py, the child hardening of harden.py, the run
+# clock of run_clock.py, the output caps and report checks of result.py).
 #
 # Started by the server through the confinement launcher (src/sandbox/confine.ts, quickjs-process.ts),
 # it speaks the host protocol of every sandbox host (src/sandbox/host-protocol.ts: frames of a 4-byte
@@ -35,7 +36,7 @@
 #
 #   python -I -B qjs_zygote.py CWASM ASSETS_JSON
 
-import ctypes, json, mmap, os, select, signal, struct, sys, time
+import ctypes, json, mmap, os, struct, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE = os.path.join(os.path.dirname(HERE), "python-zygote")
@@ -43,17 +44,17 @@ for path in (HERE, CORE):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+import forking  # noqa: E402
 import harden  # noqa: E402
 import result as results  # noqa: E402
+from channel import Channel  # noqa: E402
+from forking import CHILD_MAPPINGS, MiB, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
 from qjs_engine import Engine  # noqa: E402
-from zygote import PAGE as CORE_PAGE, Schedstat, read_exact, rss, vsize, write_all, written_ranges  # noqa: E402  (the Python zygote's core)
+from run_clock import wait_for_result  # noqa: E402
 
-MiB = 1 << 20
 # What the probe runs (Zygote.probe): the shape of a typical small run.
 PROBE_CODE = "const o = { a: [1, 'x'], b: 2.5 }; let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s, o); s"
 PROBE_OPTIONS = {"timeoutMs": 1000, "memoryMb": 64, "stackKb": 256, "maxOutputBytes": 65536, "ts": False, "globals": {"g": [1]}, "stdin": "3 4\n"}
-SERVER_IN = 0
-SERVER_OUT = 1
 # zygote -> child: the request's length, then the request (JSON: {"id", "code", "options"}).
 REQUEST_HEAD = struct.Struct("<I")
 # child -> zygote: magic, the lengths of the header (JSON) and of the report.
@@ -62,11 +63,9 @@ MAGIC = b"EWQ1"
 # Run clock a child has, after its interrupt, to hand over its report (quickjs.ts allows 50 ms; a
 # forked child on a loaded machine also needs its pages back: 50 ms lost the output of runs there).
 GRACE_S = 0.25
-# Before a kill for time, the child is watched this long to tell "running" from "waiting for a CPU"
-# (a wait under way is not in schedstat yet: run-delay.ts).
-CONFIRM_S = 0.02
-# What a child may map beyond the zygote's own mappings: its host-side Python (the report).
-CHILD_MAPPINGS = 512 * MiB
+# What the prelude's report may say (guest.ts): the Python guest's statuses, and a promise never
+# settled or a report that could not be made.
+REPORT_STATUSES = ("ok", "error", "too_large", "pending", "broken")
 PAGE = mmap.PAGESIZE
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -76,13 +75,16 @@ _mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_
 MREMAP_MAYMOVE, MREMAP_FIXED = 1, 2
 
 
-class Child:
+class Child(forking.Child):
     def __init__(self, pid, request_w, result_r, shared):
-        self.pid = pid
-        self.request_w = request_w
-        self.result_r = result_r
+        super().__init__(pid, request_w, result_r)
         # The zygote's view of the child's page of pending-signal bits.
         self.shared = shared
+
+    def reap(self):
+        status = super().reap()
+        self.shared.close()
+        return status
 
 
 class Zygote:
@@ -95,33 +97,17 @@ class Zygote:
         self.signal_page = layout.signals_byte - layout.signals_byte % PAGE
         self.signal_offset = layout.signals_byte - self.signal_page
         self.spare = None
-        self.inbuf = bytearray()
+        # The child of the run under way (while the zygote waits for it).
+        self.current = None
+        self.channel = Channel(self.exit)
 
     # ---- the server's side ----------------------------------------------------------------------
 
-    def send(self, message):
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8", "backslashreplace")
-        write_all(SERVER_OUT, struct.pack(">I", len(body)) + body)
-
-    def read_request(self, block):
-        """The next request from the server (None when none is whole yet and block is False)."""
-        while True:
-            if len(self.inbuf) >= 4:
-                n = struct.unpack(">I", self.inbuf[:4])[0]
-                if len(self.inbuf) >= 4 + n:
-                    body = bytes(self.inbuf[4 : 4 + n])
-                    del self.inbuf[: 4 + n]
-                    return json.loads(body)
-            if not block:
-                return None
-            chunk = os.read(SERVER_IN, 1 << 20)
-            if not chunk:
-                self.exit()
-            self.inbuf += chunk
-
     def exit(self):
-        if self.spare:
-            self.reap(self.spare)
+        """The server closed its end: the zygote ends, its children first."""
+        for child in (self.spare, self.current):
+            if child:
+                child.reap()
         os._exit(0)
 
     def serve(self):
@@ -135,12 +121,12 @@ class Zygote:
         gc.freeze()
         gc.disable()
         self.hot = self.probe()
-        self.send({"type": "ready", "bytes": rss(), "engineBytes": self.engine.memory.data_len(self.engine.store)})
+        self.channel.send({"type": "ready", "bytes": rss(), "engineBytes": self.engine.memory.data_len(self.engine.store)})
         queued = []
         while True:
             if self.spare is None:
                 self.spare = self.fork()
-            request = queued.pop(0) if queued else self.read_request(block=True)
+            request, _ = queued.pop(0) if queued else self.channel.next(block=True)
             if request.get("type") != "run":
                 continue  # a cancel for a run already answered
             self.run(request, queued)
@@ -149,44 +135,18 @@ class Zygote:
 
     def probe(self):
         """
-        The pages a run writes, found once at start (the Python zygote's way, python-zygote/zygote.py):
-        a child runs a sample request from the zygote's state and reports the pages it copied
-        (written_ranges), another reports those it copies with no run at all (what measuring itself
-        writes); the difference is the run's. Each spare copies them in advance (harden.populate)
-        while it waits for its request, so a run takes fewer copy-on-write faults while it runs.
+        The pages a run writes, found once at start (forking.probe_pages, as the Python zygote
+        does): a child runs a sample request from the zygote's state and reports the pages it
+        copied. Each spare copies them in advance (harden.spare) while it waits for its request.
         """
-        measured = []
-        for run in (True, False):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.close(r)
-                    if run:
-                        self.engine.run(PROBE_OPTIONS, PROBE_CODE)
-                    write_all(w, json.dumps(written_ranges()).encode())
-                finally:
-                    os._exit(0)
-            os.close(w)
-            chunks = []
-            while True:
-                c = os.read(r, 1 << 16)
-                if not c:
-                    break
-                chunks.append(c)
-            os.close(r)
-            os.waitpid(pid, 0)
+
+        def run_in_child(w):
             try:
-                measured.append({int(a) + i for a, n in json.loads(b"".join(chunks)) for i in range(0, int(n), CORE_PAGE)})
-            except (ValueError, TypeError):
-                return []
-        ranges = []
-        for page in sorted(measured[0] - measured[1]):
-            if ranges and ranges[-1][0] + ranges[-1][1] == page:
-                ranges[-1][1] += CORE_PAGE
-            else:
-                ranges.append([page, CORE_PAGE])
-        return [tuple(x) for x in ranges][:4096]
+                self.engine.run(PROBE_OPTIONS, PROBE_CODE)
+            finally:
+                report_written(w)
+
+        return probe_pages(run_in_child)
 
     def fork(self):
         shared = mmap.mmap(-1, PAGE, flags=mmap.MAP_SHARED)
@@ -212,12 +172,7 @@ class Zygote:
         ctypes.memmove(source, target, PAGE)
         if _mremap(source, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, target) != target:
             os._exit(71)
-        harden.harden_child([request_r, result_w], self.pid, self.address_space)
-        if self.hot:
-            # The pages a run writes, copied while nothing waits (stopped as soon as the request comes).
-            request_ready = select.poll()
-            request_ready.register(0, select.POLLIN)
-            harden.populate(self.hot, lambda: bool(request_ready.poll(0)))
+        harden.spare([request_r, result_w], self.pid, self.address_space, self.hot)
         # fd 0: the request; fd 1: the result. Nothing else is open from here on.
         (length,) = REQUEST_HEAD.unpack(read_exact(0, REQUEST_HEAD.size))
         request = json.loads(read_exact(0, length))
@@ -236,23 +191,6 @@ class Zygote:
         head = json.dumps(header).encode()
         write_all(1, RESULT_HEAD.pack(MAGIC, len(head), len(report)) + head + report)
 
-    def reap(self, child):
-        for fd in (child.request_w, child.result_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        try:
-            os.kill(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            _, status = os.waitpid(child.pid, 0)
-        except ChildProcessError:
-            status = None
-        child.shared.close()
-        return status
-
     def interrupt(self, child):
         child.shared[self.signal_offset] = child.shared[self.signal_offset] | self.engine.layout.sigint_mask
 
@@ -267,87 +205,31 @@ class Zygote:
             write_all(child.request_w, REQUEST_HEAD.pack(len(body)) + body)
         except OSError:
             pass  # the spare died: its run is answered from its exit below
-        os.close(child.request_w)
-        child.request_w = -1
-        clock = Schedstat(child.pid)
-        waited0 = clock.read()[1]
-        deadline = limits["timeoutMs"] / 1000  # of run clock: the interrupt, then the kill
-        interrupted = False
-        cap = (limits["timeoutMs"] * 10 + 30_000) / 1000
-        extension = 0.0
+        child.close_request()
         bound = RESULT_HEAD.size + 1024 + 16 * limits["maxOutputBytes"] + 64 * 1024
-        data = bytearray()
-        poller = select.poll()
-        poller.register(child.result_r, select.POLLIN)
-        poller.register(SERVER_IN, select.POLLIN)
-        host_error = None
-        eof = False
-        try:
-            while not eof:
-                now = time.monotonic()
-                remaining = min(started + deadline + extension, started + cap) - now
-                if remaining <= 0:
-                    # The wall clock passed the limit: give back the time the child waited for a CPU.
-                    waited = clock.read()[1] - waited0
-                    if waited > extension and now < started + cap:
-                        extension = waited
-                        continue
-                    if now < started + cap and clock.running():
-                        # Running or waiting for a CPU? A wait under way is not counted yet.
-                        ran0 = clock.read()[0]
-                        t0 = time.monotonic()
-                        poller.poll(CONFIRM_S * 1000)
-                        if clock.read()[0] - ran0 < CONFIRM_S / 4:
-                            extension += time.monotonic() - t0
-                            continue
-                    if not interrupted and now < started + cap:
-                        # The time limit: QuickJS stops the guest, the child reports what it has.
-                        interrupted = True
-                        self.interrupt(child)
-                        deadline += GRACE_S
-                        continue
-                    host_error = results.timeout_error(limits)
-                    break
-                for fd, _ in poller.poll(max(1, int(remaining * 1000) + 1)):
-                    if fd == SERVER_IN:
-                        chunk = os.read(SERVER_IN, 1 << 20)
-                        if not chunk:
-                            self.reap(child)
-                            os._exit(0)
-                        self.inbuf += chunk
-                        while (next_ := self.read_request(block=False)) is not None:
-                            if next_.get("type") == "cancel" and next_.get("id") == rid:
-                                host_error = {"name": "CancelledError", "message": "the run was cancelled while running"}
-                            else:
-                                queued.append(next_)
-                        if host_error:
-                            eof = True
-                            break
-                    else:
-                        chunk = os.read(child.result_r, 1 << 20)
-                        if not chunk:
-                            eof = True
-                            break
-                        data += chunk
-                        if len(data) > bound:
-                            host_error = {"name": "SandboxError", "message": "the QuickJS process sent more than its run allows; it was stopped"}
-                            eof = True
-                            break
-        finally:
-            waited = clock.read()[1] - waited0
-            clock.close()
-        elapsed_ms = max(0.0, (time.monotonic() - started - waited) * 1000)
+        interrupted = False
+
+        def at_limit():
+            # The time limit: QuickJS stops the guest, the child reports what it has (GRACE_S more).
+            nonlocal interrupted
+            interrupted = True
+            self.interrupt(child)
+            return GRACE_S
+
+        self.current = child
+        data, host_error, elapsed_ms = wait_for_result(self.channel, child, rid, started, limits, bound, queued, "QuickJS process", at_limit)
+        self.current = None
         if host_error is None and self.complete(data):
             # A whole result needs no exit status: the server is answered first, the child (done,
             # or about to be) is killed and reaped after, and no spare exists before that.
-            self.send(self.reply(rid, self.from_child(bytes(data), None, limits, elapsed_ms, interrupted)))
-            self.reap(child)
+            self.channel.send(self.reply(rid, self.from_child(data, None, limits, elapsed_ms, interrupted)))
+            child.reap()
             return
-        status = self.reap(child)
+        status = child.reap()
         if host_error is not None:
-            self.send(self.reply(rid, results.to_run_result(None, "", "", None, limits, elapsed_ms, host_error)))
+            self.channel.send(self.reply(rid, results.to_run_result(None, "", "", None, limits, elapsed_ms, host_error)))
         else:
-            self.send(self.reply(rid, self.from_child(bytes(data), status, limits, elapsed_ms, interrupted)))
+            self.channel.send(self.reply(rid, self.from_child(data, status, limits, elapsed_ms, interrupted)))
 
     @staticmethod
     def complete(data):
@@ -370,12 +252,11 @@ class Zygote:
         if not isinstance(header, dict):
             if interrupted:
                 return results.to_run_result(None, "", "", None, limits, elapsed_ms, results.timeout_error(limits))
-            how = "exit code %s" % os.waitstatus_to_exitcode(status) if status is not None else "unknown"
-            return results.to_run_result(None, "", "", None, limits, elapsed_ms, {"name": "SandboxError", "message": "the QuickJS process died (%s)" % how})
+            return results.to_run_result(None, "", "", None, limits, elapsed_ms, died(status, "QuickJS process"))
         host_error = header.get("hostError")
         if not (isinstance(host_error, dict) and isinstance(host_error.get("name"), str) and isinstance(host_error.get("message"), str)):
             host_error = None
-        parsed = parse_report(report, limits) if report else None
+        parsed = results.parse_report(report, limits, REPORT_STATUSES) if report else None
         stdout, stderr, cut = (parsed["stdout"], parsed["stderr"], parsed["truncated"]) if parsed else ("", "", None)
         status = parsed["status"] if parsed else None
         if interrupted:
@@ -408,33 +289,6 @@ class Zygote:
 
     def reply(self, rid, result):
         return {"type": "result", "id": rid, "result": result, "bytes": rss()}
-
-
-def parse_report(raw, limits):
-    """The prelude's report (guest.ts): {status, result, error, stdout, stderr, truncated}, checked
-    field by field (report.ts parseReport), or None."""
-    if len(raw) > 16 * limits["maxOutputBytes"] + 64 * 1024:
-        return None
-    try:
-        r = json.loads(raw.decode("utf-8", "surrogatepass"))
-    except (ValueError, RecursionError, MemoryError, UnicodeDecodeError):
-        return None
-    if not isinstance(r, dict) or r.get("status") not in ("ok", "error", "pending", "too_large", "broken"):
-        return None
-    e = r.get("error")
-    error = None
-    if isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("message"), str):
-        error = {"name": e["name"], "message": e["message"]}
-        if isinstance(e.get("stack"), str):
-            error["stack"] = e["stack"]
-    return {
-        "status": r["status"],
-        "result": r.get("result"),
-        "error": error,
-        "stdout": r["stdout"] if isinstance(r.get("stdout"), str) else "",
-        "stderr": r["stderr"] if isinstance(r.get("stderr"), str) else "",
-        "truncated": r["truncated"] if r.get("truncated") in ("stdout", "stderr") else None,
-    }
 
 
 def main():
