@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { envworkerRoot, envworkerVersion } from "./version.ts";
 
 export const INIT_USAGE = `usage: envworker init NAME [--dir DIR] [--dependency SPEC]
+       envworker init --python NAME [--dir DIR]
 
 Create a standalone environment package NAME (lower-case kebab-case: the environment's name) in
 DIR (default ./NAME, which must not exist or be empty): src/index.ts (a small multi-turn game),
@@ -30,15 +31,23 @@ Then:
   npx envworker serve           # http://127.0.0.1:8000/envs/NAME
   npx envworker validate        # checks it as openenv validate does, and plays an episode
   npx envworker eval -m MODEL -b URL   # evaluate a model
-  npx wrangler dev              # the same in local workerd`;
+  npx wrangler dev              # the same in local workerd
+
+--python: a Python environment package instead (Node only), from templates/python-env: NAME_/env.py
+(the same game, envworker's Python authoring API), tests/test_env.py (unittest; pytest runs it too),
+README.md, pyproject.toml. Then:
+
+  cd NAME && pip install CLIENT     # the envworker Python package (init prints CLIENT), for the tests
+  python -m unittest                # unit tests
+  npx envworker validate .          # serves it (a Python worker per thread) and plays an episode`;
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-/** templates/env: at the repository's root, or the package's (src/cli or dist/src/cli below it). */
-function templateDir(): string {
-  for (const up of ["../../templates/env", "../../../templates/env"]) {
+/** templates/NAME: at the repository's root, or the package's (src/cli or dist/src/cli below it). */
+function templateDir(name = "env"): string {
+  for (const up of [`../../templates/${name}`, `../../../templates/${name}`]) {
     const dir = fileURLToPath(new URL(up, import.meta.url));
-    if (existsSync(join(dir, "package.json"))) return dir;
+    if (existsSync(join(dir, "README.md"))) return dir;
   }
   throw new Error("envworker init: the templates folder is missing from this installation");
 }
@@ -76,37 +85,65 @@ export function allowScriptsKey(dependency: string): string {
   return /^(npm:)?[\^~<>=*\d]/.test(dependency) || dependency === "latest" || dependency === "" ? "envworker" : dependency;
 }
 
-export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
+/**
+ * Writes template `dir` into `target` (which must not exist or be empty), each file's text through
+ * `text`, each path through `path` (`_gitignore` is `.gitignore`: npm pack drops .gitignore files).
+ * Returns the paths written, relative to `target`.
+ */
+function writeTemplate(name: string, dir: string, target: string, text: (rel: string, content: string) => string, path: (rel: string) => string = (rel) => rel): string[] {
   if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
   if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
-  const dir = templateDir();
-  const version = envworkerVersion();
   const written: string[] = [];
   for (const rel of templateFiles(dir)) {
-    let text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__ENVWORKER_VERSION__", version);
-    if (rel === "package.json") {
-      const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
-      pkg.dependencies.envworker = dependency;
-      // envworker's install script (an optional native helper), allowed under the key npm matches it by.
-      const { envworker: allowed, ...others } = pkg.allowScripts;
-      pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
-      text = `${JSON.stringify(pkg, null, 2)}\n`;
-    }
-    const out = join(target, rel === "_gitignore" ? ".gitignore" : rel);
+    const out = join(target, path(rel === "_gitignore" ? ".gitignore" : rel));
     mkdirSync(join(out, ".."), { recursive: true });
-    writeFileSync(out, text);
+    writeFileSync(out, text(rel, readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name)));
     written.push(relative(target, out));
   }
   return written;
 }
 
+export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
+  const version = envworkerVersion();
+  return writeTemplate(name, templateDir(), target, (rel, content) => {
+    const text = content.replaceAll("__ENVWORKER_VERSION__", version);
+    if (rel !== "package.json") return text;
+    const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
+    pkg.dependencies.envworker = dependency;
+    // envworker's install script (an optional native helper), allowed under the key npm matches it by.
+    const { envworker: allowed, ...others } = pkg.allowScripts;
+    pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
+    return `${JSON.stringify(pkg, null, 2)}\n`;
+  });
+}
+
+/** What `pip install` takes for envworker's Python package: this checkout's (or package's) clients/python, else the name. */
+export function pythonClientSpec(root: string | undefined = envworkerRoot()): string {
+  return root !== undefined && existsSync(join(root, "clients", "python", "pyproject.toml")) ? join(root, "clients", "python") : "envworker";
+}
+
+/**
+ * `envworker init --python NAME`: templates/python-env with NAME, its module name (NAME with
+ * underscores: the package folder, `__MODULE__`) and the envworker Python package to install.
+ */
+export function scaffoldPython(name: string, target: string, client = pythonClientSpec()): string[] {
+  const module = name.replaceAll("-", "_");
+  return writeTemplate(
+    name,
+    templateDir("python-env"),
+    target,
+    (_rel, content) => content.replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client),
+    (rel) => rel.replaceAll("__MODULE__", module),
+  );
+}
+
 export async function initCommand(argv: string[]): Promise<number> {
-  let values: { dir?: string | undefined; dependency?: string | undefined; help?: boolean | undefined };
+  let values: { dir?: string | undefined; dependency?: string | undefined; python?: boolean | undefined; help?: boolean | undefined };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv,
-      options: { dir: { type: "string" }, dependency: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { dir: { type: "string" }, dependency: { type: "string" }, python: { type: "boolean" }, help: { type: "boolean", short: "h" } },
       allowPositionals: true,
     }));
   } catch (err) {
@@ -123,6 +160,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   }
   const name = positionals[0]!;
   const target = resolve(values.dir ?? name);
+  if (values.python) return initPython(name, target);
   const root = envworkerRoot();
   const dependency = values.dependency ?? dependencySpec(root);
   let files: string[];
@@ -138,5 +176,20 @@ export async function initCommand(argv: string[]): Promise<number> {
   const linked = root !== undefined && dependency === `file:${root}`;
   const steps = [`cd ${shown}`, "npm install", `npm test${linked ? "                  # first builds the checkout's dist/ when it is missing or older than the checkout" : ""}`, "npx envworker serve"];
   console.log(`created ${shown}/: ${files.join(", ")}\nenvworker dependency: ${dependency}${linked ? " (this checkout)" : ""}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
+  return 0;
+}
+
+function initPython(name: string, target: string): number {
+  const client = pythonClientSpec();
+  let files: string[];
+  try {
+    files = scaffoldPython(name, target, client);
+  } catch (err) {
+    console.error(`envworker init: ${(err as Error).message}`);
+    return 2;
+  }
+  const shown = relative(process.cwd(), target) || ".";
+  const steps = [`cd ${shown}`, `pip install ${client}   # envworker's Python package, for the tests`, "python -m unittest", "npx envworker validate .", "npx envworker serve ."];
+  console.log(`created ${shown}/: ${files.join(", ")}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
   return 0;
 }

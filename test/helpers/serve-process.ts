@@ -12,6 +12,8 @@ export interface ServeProcess {
   /** The origin the server printed. */
   url: string;
   stdout(): string;
+  /** What it wrote on stderr so far. */
+  stderr(): string;
   /** SIGTERM and wait for the exit; resolves with the exit code or signal. */
   stop(): Promise<string>;
 }
@@ -48,6 +50,7 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
   return {
     url,
     stdout: () => stdout,
+    stderr: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);

@@ -46,7 +46,7 @@ def close_functions(funcs: Any) -> None:
         f.scorer.transport.close()
 
 
-def easy_compute_examples(n: int) -> List[envworker.Example]:
+def easy_compute_examples(n: int) -> List[envworker.ListedExample]:
     """math-tools examples of the form "Compute <expression>." (the calculator solves them)."""
     page = envworker.examples(URL, "math-tools", start=0, count=200, args={"difficulty": "easy"})
     found = [e for e in page.examples if re.fullmatch(r"Compute (.+)\.", e.prompt[-1]["content"])]

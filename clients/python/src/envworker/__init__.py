@@ -1,7 +1,8 @@
 """Python client for envworker: RL environments for language models over HTTP.
 
 No third-party dependencies. See docs/python-client.md in the envworker repository.
-``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
+Environments are written in Python with :class:`Environment` (``envworker.authoring``) and
+served by ``npx envworker serve env.py``. ``envworker.trl`` (import it explicitly) adapts environments to TRL's GRPOTrainer.
 
 This module is also what verifiers loads for the environment id ``envworker``: verifiers v1
 (``vf-eval envworker --env.taskset.base-url ...`` in verifiers 0.4, prime-rl) finds the taskset and
@@ -17,7 +18,10 @@ from typing import Any as _Any
 from .client import EXAMPLES_LIMIT, GROUP_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, score_groups, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
-from .types import EnvInfo, EpisodeResult, Example, ExamplesPage, GroupResult, Observation, ScoreResult, State, StepResult
+# The authoring API (envworker.authoring), importable from here. Left out of __all__: verifiers
+# v1 looks through __all__ for a taskset's classes, and these are not.
+from .authoring import ArgsError, Environment, Example, GenerateContext, Reply, Reward, RunResult, Sandbox, Tool, Turn, tool
+from .types import EnvInfo, EpisodeResult, ExamplesPage, GroupResult, ListedExample, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"
 
@@ -62,7 +66,7 @@ __all__ = [
     "score_groups",
     "GROUP_LIMIT",
     "examples",
-    "Example",
+    "ListedExample",
     "ExamplesPage",
     "EXAMPLES_LIMIT",
     "list_envs",

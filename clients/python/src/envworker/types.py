@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
-__all__ = ["Observation", "StepResult", "State", "ScoreResult", "EnvInfo", "EpisodeResult", "GroupResult", "Example", "ExamplesPage"]
+__all__ = ["Observation", "StepResult", "State", "ScoreResult", "EnvInfo", "EpisodeResult", "GroupResult", "ListedExample", "ExamplesPage"]
 
 Message = Dict[str, Any]
 
@@ -176,7 +176,7 @@ class GroupResult:
 
 
 @dataclass
-class Example:
+class ListedExample:
     """One entry of ``POST /examples``: the prompt (system message included, as a reset gives
     it) and ``example``, the reference that ``/score`` items and ``reset(example=...)`` take.
     ``index`` is the dataset row (``None`` for a generated environment), ``seed`` the seed of a
@@ -190,7 +190,7 @@ class Example:
     example_id: Any = None
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "Example":
+    def from_json(cls, data: Mapping[str, Any]) -> "ListedExample":
         return cls(
             prompt=list(data["prompt"]),
             example=str(data["example"]),
@@ -207,7 +207,7 @@ class ExamplesPage:
     generated environment); ``rubric`` the reward functions (``{"name", "weight"}``) whose values
     ``metrics`` will carry; ``tools`` the OpenAI tool schemas (``None`` without tools)."""
 
-    examples: List[Example]
+    examples: List[ListedExample]
     total: Optional[int]
     rubric: List[Dict[str, Any]] = field(default_factory=list)
     tools: Optional[List[Dict[str, Any]]] = None
@@ -215,7 +215,7 @@ class ExamplesPage:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ExamplesPage":
         return cls(
-            examples=[Example.from_json(e) for e in data.get("examples") or []],
+            examples=[ListedExample.from_json(e) for e in data.get("examples") or []],
             total=data.get("total"),
             rubric=list(data.get("rubric") or []),
             tools=data.get("tools"),
