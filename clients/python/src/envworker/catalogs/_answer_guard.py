@@ -13,7 +13,8 @@ in those modules only, by guarded ones:
 * ``parse_expr`` turns the text into the code sympy would evaluate (sympy's own tokenizer and
   transformations), accepts it only when that code calls nothing but sympy's number and symbol
   constructors and a list of mathematical functions, with no attribute access, and with small
-  literal exponents (``9**9**9**9`` would hang the worker), and then calls the real ``parse_expr``.
+  literal exponents (``9**9**9**9`` would hang the worker: the exponents along a chain of powers
+  multiply to at most :data:`MAX_POWER`), and then calls the real ``parse_expr``.
 
 Anything refused raises ``ValueError``; every caller catches exceptions and scores 0, as it does
 for an answer that does not parse. Answers a model means as an answer (``[[1, 0], [0, 1]]``,
@@ -30,8 +31,9 @@ from typing import Any, Dict, Iterable, Optional
 
 #: Longest answer either guard looks at: reasoning-gym's answers of these kinds are far shorter.
 MAX_ANSWER_CHARS = 20_000
-#: Largest literal exponent parse_expr may see (a degree, not a way to build huge numbers).
-MAX_EXPONENT = 100
+#: Largest product of the literal exponents along a chain of powers (``(x**a)**b``: a*b): a
+#: degree, not a way to build numbers of millions of digits.
+MAX_POWER = 10_000
 
 _LITERAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.USub, ast.UAdd, ast.Load)
 
@@ -40,7 +42,7 @@ _LITERAL_NODES = (ast.Expression, ast.Constant, ast.List, ast.Tuple, ast.Set, as
 SYMPY_NAMES = frozenset(
     """Integer Float Rational Symbol Function
     sin cos tan cot sec csc asin acos atan acot sinh cosh tanh coth asinh acosh atanh
-    exp log ln sqrt cbrt root Abs sign factorial pi E I oo""".split()
+    exp log ln sqrt cbrt root Abs sign pi E I oo""".split()
 )
 _EXPR_NODES = (
     ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Call, ast.BinOp, ast.UnaryOp, ast.Tuple,
@@ -71,24 +73,44 @@ def literal_eval_guarded(source: Any, globals: Optional[Dict[str, Any]] = None, 
     return builtins.eval(compile(tree, "<answer>", "eval"), {"__builtins__": {}}, {})
 
 
-def _small_exponent(node: ast.AST) -> bool:
-    """A Pow's right side: a symbol, or a literal no larger than MAX_EXPONENT (sympy wraps numbers
-    as ``Integer(5)``, ``Float('0.5')``, ``Rational(1, 2)``), possibly negated."""
+def _exponent(node: ast.AST) -> Optional[float]:
+    """A bound on a Pow's right side: its size when it is a literal (sympy wraps numbers as
+    ``Integer(5)``, ``Float('0.5')``) or arithmetic of literals, 1.0 for a symbol; None for
+    anything else (a function call)."""
     if isinstance(node, ast.UnaryOp):
-        return _small_exponent(node.operand)
+        return _exponent(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        # x**(3/2), x**(n+1): a bound on the size (a product for *, the larger side otherwise).
+        a, b = _exponent(node.left), _exponent(node.right)
+        if a is None or b is None:
+            return None
+        return a * b if isinstance(node.op, ast.Mult) else max(a, b)
     if isinstance(node, ast.Name):
-        return True
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return 1.0
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 and isinstance(node.args[0], ast.Constant):
         if node.func.id == "Symbol":
-            return True
-        if node.func.id in ("Integer", "Float", "Rational"):
+            return 1.0
+        if node.func.id in ("Integer", "Float"):
             try:
-                return all(abs(float(a.value)) <= MAX_EXPONENT for a in node.args if isinstance(a, ast.Constant)) and all(isinstance(a, ast.Constant) for a in node.args)
-            except (TypeError, ValueError):
-                return False
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return abs(node.value) <= MAX_EXPONENT
-    return False
+                return abs(float(node.args[0].value))
+            except (TypeError, ValueError, OverflowError):
+                return None
+    return None
+
+
+def _check_powers(node: ast.AST, factor: float = 1.0) -> None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        e = _exponent(node.right)
+        if e is None or factor * max(e, 1.0) > MAX_POWER:
+            raise _refuse(f"exponents past {MAX_POWER} (or an exponent that is an expression)")
+        _check_powers(node.left, factor * max(e, 1.0))
+        return
+    for child in ast.iter_child_nodes(node):
+        _check_powers(child, factor)
+
+
+#: Constructors the transformations emit, with the arguments they take: literals only.
+_CONSTRUCTORS = {"Integer": 1, "Float": 1, "Symbol": 1, "Rational": 2}
 
 
 def check_sympy_code(code: str, allowed_names: Iterable[str]) -> None:
@@ -100,12 +122,15 @@ def check_sympy_code(code: str, allowed_names: Iterable[str]) -> None:
             raise _refuse(f"{type(node).__name__} is not part of an expression")
         if isinstance(node, ast.Name) and node.id not in allowed:
             raise _refuse(f"{node.id} is not a function of an answer")
-        if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
-            raise _refuse("a call with keywords or of something other than a function name")
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and not _small_exponent(node.right):
-            raise _refuse(f"an exponent other than a symbol or a number up to {MAX_EXPONENT}")
+        if isinstance(node, ast.Call):
+            if node.keywords or not isinstance(node.func, ast.Name):
+                raise _refuse("a call with keywords or of something other than a function name")
+            most = _CONSTRUCTORS.get(node.func.id)
+            if most is not None and not (1 <= len(node.args) <= most and all(isinstance(a, ast.Constant) for a in node.args)):
+                raise _refuse(f"{node.func.id} of something other than a literal")
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) > 100:
             raise _refuse("a literal longer than 100 characters")
+    _check_powers(tree)
 
 
 def _make_parse_expr(real: Any) -> Any:

@@ -11,7 +11,8 @@ named ``rg-<dataset>`` in kebab case (``leg_counting`` is ``rg-leg-counting``). 
 * **the task**: ``reset(seed=s)`` is reasoning-gym's ``create_dataset(name, seed=0, size=N,
   **args)[s % N]`` (``index=i`` asks for item ``i``); N is 2**31 except for the four datasets
   whose construction does work per item (:data:`SIZES`). Datasets are built once per args and
-  kept (:class:`_Cache`), so a reset costs one item, not a dataset;
+  kept (:class:`_Cache`), so a reset costs one item, not a dataset. Python's global ``random`` is
+  seeded from the item first (:func:`global_seed`): list_functions draws from it;
 * **the system prompt**: reasoning-gym's default (``reasoning_gym.utils.SYSTEM_PROMPTS["default"]``,
   which asks for ``<answer>...</answer>``);
 * **the reward** ``score_answer``: the dataset's own ``score_answer`` on the answer extracted from
@@ -22,7 +23,7 @@ The example's ``info`` is ``{"dataset", "index"}``: ``POST /score`` with it (and
 args) regenerates the same entry and gives the episode's reward, and a client's info can name an
 item and nothing else (no metadata of its own for ``score_answer`` to chew on).
 
-Six datasets choose with ``random.choice(list(a_set_of_strings))``, so their tasks depend on
+Five datasets choose with ``random.choice(list(a_set_of_strings))``, so their tasks depend on
 Python's string hashing (:data:`HASH_DEPENDENT`): the same seed is the same task only in processes
 with one ``PYTHONHASHSEED``. envworker's Python workers run with ``PYTHONHASHSEED=0``.
 """
@@ -33,6 +34,7 @@ import copy
 import dataclasses
 import inspect
 import json
+import random
 import re
 import sys
 from collections import OrderedDict
@@ -57,7 +59,8 @@ NOT_ARGS = {
     "data_file": "a file on the worker's disk",
 }
 #: Datasets whose tasks depend on Python's string hashing (tests/test_reasoning_gym.py checks the list).
-HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "list_functions", "polynomial_multiplication", "ransom_note", "word_ladder"})
+#: list_functions is not among them: it also drew from the global random (see :func:`global_seed`).
+HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "polynomial_multiplication", "ransom_note", "word_ladder"})
 #: How many datasets and entries one worker keeps (a dataset per args; the entries just drawn, so
 #: that scoring an episode does not draw its item again).
 MAX_DATASETS = 64
@@ -83,6 +86,11 @@ def _import_reasoning_gym() -> Any:
 def env_name(dataset: str) -> str:
     """The environment's name for a reasoning-gym dataset: ``rg-`` and the name in kebab case."""
     return PREFIX + dataset.replace("_", "-").lower()
+
+
+def global_seed(dataset: str, index: int) -> str:
+    """What Python's global random is seeded with before item ``index`` of ``dataset`` is drawn."""
+    return f"{dataset}:{index}"
 
 
 def _camel(dataset: str) -> str:
@@ -153,7 +161,13 @@ class Served:
     def entry(self, args: Any, index: int) -> Dict[str, Any]:
         """reasoning-gym's item ``index`` of this dataset with ``args`` (drawn once, then kept)."""
         key = (self.dataset, self.args_key(args), index)
-        return _entries.get(key, lambda: self.dataset_for(args)[index])
+        return _entries.get(key, lambda: self._draw(args, index))
+
+    def _draw(self, args: Any, index: int) -> Dict[str, Any]:
+        # list_functions draws some numbers from Python's global random, which every process seeds
+        # at random: seeded here from the item (a string seed hashes the same in every process).
+        random.seed(global_seed(self.dataset, index))
+        return self.dataset_for(args)[index]
 
     def index_of(self, seed: int, index: Optional[int]) -> int:
         if index is None:
