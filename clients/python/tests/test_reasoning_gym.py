@@ -175,7 +175,7 @@ class Args(unittest.TestCase):
         self.assertEqual(upper.answer, upper.answer.upper())
         env = _env("time_intervals")
         args = env.parse_args({"min_date": "2001-02-03", "max_date": "2001-12-31", "task_types": ["date"]})
-        self.assertIn("2001-0", _run(env.example(5, None, args, "train")).prompt)
+        self.assertIn(" 2001 ", _run(env.example(5, None, args, "train")).prompt)
 
     def test_refused_args_are_args_errors(self) -> None:
         from envworker.authoring import ArgsError
