@@ -23,9 +23,9 @@ export interface BenchServer {
 /** USER_HZ: the unit of /proc CPU times (100 on Linux everywhere in practice). */
 const CLOCK_TICKS = 100;
 
-export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+export async function startBenchServer(env: Record<string, string> = {}, specs: string[] = []): Promise<BenchServer> {
   // --no-node-snapshot up front so the shim does not re-exec: the pid is the server's own.
-  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", BIN, "serve", "--port", "0"], {
+  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", BIN, "serve", ...specs, "--port", "0"], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, ...env },
   });

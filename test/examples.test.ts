@@ -26,7 +26,7 @@ const fence = (code: string) => "```javascript\n" + code + "\n```";
 
 /** The secret of a wordle example, computed here from the environment's own generator. */
 function wordleSecret(seed: number): string {
-  return wordle.spec.generate!({ rng: new PyRandom(seed), args: wordle.parseArgs({}), split: "train", index: undefined }).answer!;
+  return wordle.spec.generate!({ rng: new PyRandom(seed), seed, args: wordle.parseArgs({}), split: "train", index: undefined }).answer!;
 }
 
 describe("POST B/examples and score by reference", () => {

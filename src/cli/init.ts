@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { envworkerRoot, envworkerVersion } from "./version.ts";
 
 export const INIT_USAGE = `usage: envworker init NAME [--dir DIR] [--dependency SPEC]
+       envworker init --python NAME [--dir DIR]
 
 Create a standalone environment package NAME (lower-case kebab-case: the environment's name) in
 DIR (default ./NAME, which must not exist or be empty): src/index.ts (a small multi-turn game),
@@ -30,15 +31,23 @@ Then:
   npx envworker serve           # http://127.0.0.1:8000/envs/NAME
   npx envworker validate        # checks it as openenv validate does, and plays an episode
   npx envworker eval -m MODEL -b URL   # evaluate a model
-  npx wrangler dev              # the same in local workerd`;
+  npx wrangler dev              # the same in local workerd
+
+--python: a Python environment package instead (Node only), from templates/python-env: NAME_/env.py
+(the same game, envworker's Python authoring API), tests/test_env.py (unittest; pytest runs it too),
+README.md, pyproject.toml. Then:
+
+  cd NAME && pip install CLIENT     # the envworker Python package (init prints CLIENT), for the tests
+  python -m unittest                # unit tests
+  npx envworker validate .          # serves it (a Python worker per thread) and plays an episode`;
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-/** templates/env: at the repository's root, or the package's (src/cli or dist/src/cli below it). */
-function templateDir(): string {
-  for (const up of ["../../templates/env", "../../../templates/env"]) {
+/** templates/NAME: at the repository's root, or the package's (src/cli or dist/src/cli below it). */
+function templateDir(name = "env"): string {
+  for (const up of [`../../templates/${name}`, `../../../templates/${name}`]) {
     const dir = fileURLToPath(new URL(up, import.meta.url));
-    if (existsSync(join(dir, "package.json"))) return dir;
+    if (existsSync(join(dir, "README.md"))) return dir;
   }
   throw new Error("envworker init: the templates folder is missing from this installation");
 }
@@ -100,13 +109,38 @@ export function scaffold(name: string, target: string, dependency = dependencySp
   return written;
 }
 
+/** What `pip install` takes for envworker's Python package: this checkout's (or package's) clients/python, else the name. */
+export function pythonClientSpec(root: string | undefined = envworkerRoot()): string {
+  return root !== undefined && existsSync(join(root, "clients", "python", "pyproject.toml")) ? join(root, "clients", "python") : "envworker";
+}
+
+/**
+ * `envworker init --python NAME`: templates/python-env with NAME, its module name (NAME with
+ * underscores: the package folder, `__MODULE__`) and the envworker Python package to install.
+ */
+export function scaffoldPython(name: string, target: string, client = pythonClientSpec()): string[] {
+  if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
+  if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
+  const dir = templateDir("python-env");
+  const module = name.replaceAll("-", "_");
+  const written: string[] = [];
+  for (const rel of templateFiles(dir)) {
+    const text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client);
+    const out = join(target, (rel === "_gitignore" ? ".gitignore" : rel).replaceAll("__MODULE__", module));
+    mkdirSync(join(out, ".."), { recursive: true });
+    writeFileSync(out, text);
+    written.push(relative(target, out));
+  }
+  return written;
+}
+
 export async function initCommand(argv: string[]): Promise<number> {
-  let values: { dir?: string | undefined; dependency?: string | undefined; help?: boolean | undefined };
+  let values: { dir?: string | undefined; dependency?: string | undefined; python?: boolean | undefined; help?: boolean | undefined };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
       args: argv,
-      options: { dir: { type: "string" }, dependency: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { dir: { type: "string" }, dependency: { type: "string" }, python: { type: "boolean" }, help: { type: "boolean", short: "h" } },
       allowPositionals: true,
     }));
   } catch (err) {
@@ -123,6 +157,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   }
   const name = positionals[0]!;
   const target = resolve(values.dir ?? name);
+  if (values.python) return initPython(name, target);
   const root = envworkerRoot();
   const dependency = values.dependency ?? dependencySpec(root);
   let files: string[];
@@ -138,5 +173,20 @@ export async function initCommand(argv: string[]): Promise<number> {
   const linked = root !== undefined && dependency === `file:${root}`;
   const steps = [`cd ${shown}`, "npm install", `npm test${linked ? "                  # first builds the checkout's dist/ when it is missing or older than the checkout" : ""}`, "npx envworker serve"];
   console.log(`created ${shown}/: ${files.join(", ")}\nenvworker dependency: ${dependency}${linked ? " (this checkout)" : ""}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
+  return 0;
+}
+
+function initPython(name: string, target: string): number {
+  const client = pythonClientSpec();
+  let files: string[];
+  try {
+    files = scaffoldPython(name, target, client);
+  } catch (err) {
+    console.error(`envworker init: ${(err as Error).message}`);
+    return 2;
+  }
+  const shown = relative(process.cwd(), target) || ".";
+  const steps = [`cd ${shown}`, `pip install ${client}   # envworker's Python package, for the tests`, "python -m unittest", "npx envworker validate .", "npx envworker serve ."];
+  console.log(`created ${shown}/: ${files.join(", ")}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
   return 0;
 }

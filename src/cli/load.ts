@@ -6,6 +6,9 @@
  *                          environment or an array of them; TypeScript is loaded through tsx
  *   my-env-package         an installed npm package whose entry default-exports the same
  *   my-env                 the name of an environment of the project's config
+ *   ./env.py, ./my-env/    a Python environment (Node only, src/python/): a .py file, a folder that
+ *                          is a Python package, holds env.py, or has a pyproject.toml naming its package
+ *   my_env_package         a Python module ENVWORKER_PYTHON's interpreter imports (after npm packages)
  *
  * With no spec, the project's config lists them: `envworker.config.{ts,mts,js,mjs}` default-exporting
  * `{ environments: [spec, ...] }`, or package.json's `"envworker": { "environments": [...] }`
@@ -21,6 +24,7 @@ import { resolve as resolveModule } from "import-meta-resolve";
 import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
 import { envworkerRoot } from "./version.ts";
+import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../python/load.ts";
 
 export class SpecError extends Error {}
 
@@ -81,7 +85,16 @@ function specsOf(value: unknown, file: string, what: string): string[] {
 /** `./x`, `/x`, or a file name (`env.ts`) that exists; `chart.js` that does not exist may be a package. */
 function looksLikePath(spec: string, base: string): boolean {
   if (spec.startsWith(".") || isAbsolute(spec)) return true;
-  return MODULE_EXTENSIONS.some((e) => spec.endsWith(e)) && existsSync(resolvePath(base, spec));
+  return [...MODULE_EXTENSIONS, ".py"].some((e) => spec.endsWith(e)) && existsSync(resolvePath(base, spec));
+}
+
+/** A path spec that names a Python environment: the target its worker loads (a file or a package folder). */
+function pythonPathTarget(spec: string, base: string): string | undefined {
+  const path = resolvePath(base, spec);
+  if (!existsSync(path)) return undefined;
+  if (!statSync(path).isDirectory()) return path.endsWith(".py") ? path : undefined;
+  if (FOLDER_ENTRIES.some((entry) => existsSync(join(path, entry)))) return undefined;
+  return pythonFolderTarget(path);
 }
 
 /** A path spec as a module file: the file itself, or a folder's index. */
@@ -167,6 +180,11 @@ async function importModule(url: string, spec: string): Promise<Environment[]> {
 
 async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<Environment[]> {
   if (looksLikePath(spec, ctx.base)) {
+    const python = pythonPathTarget(spec, ctx.base);
+    if (python) {
+      files.push(python);
+      return importModule(pythonModuleUrl(python), spec);
+    }
     const file = moduleFile(spec, ctx.base);
     files.push(file);
     return importModule(pathToFileURL(file).href, spec);
@@ -191,10 +209,11 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
     if (entry.startsWith("file:") && !fileURLToPath(entry).includes("/node_modules/")) files.push(fileURLToPath(entry));
     return importModule(entry, spec);
   }
+  if (isPythonModule(spec)) return importModule(pythonModuleUrl(spec), spec);
   if (configError) throw configError;
   const known = [...(ctx.configEnvs ?? []), ...ctx.shipped].map((e) => e.name);
   throw new SpecError(
-    `unknown environment ${JSON.stringify(spec)}${didYouMean(spec, known)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package; known: ${known.join(", ")}`,
+    `unknown environment ${JSON.stringify(spec)}${didYouMean(spec, known)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package (npm, or a Python module of ${process.env.ENVWORKER_PYTHON || "python3"}); known: ${known.join(", ")}`,
   );
 }
 

@@ -28,6 +28,8 @@ export interface ExampleSource<Args> {
 export interface GenerateContext<Args> extends ExampleSource<Args> {
   /** CPython-compatible generator seeded with the episode seed: all randomness goes through it. */
   rng: PyRandom;
+  /** The episode seed `rng` was seeded with (a generator elsewhere, a Python environment's `random.Random(seed)`, starts from it). */
+  seed: number;
   /** The requested example index, if the client asked for one. */
   index: number | undefined;
 }

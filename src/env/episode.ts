@@ -180,8 +180,10 @@ function pickExample(env: Environment, args: unknown, split: string, seed: numbe
   }
   let example: Example<JsonObject>;
   try {
-    example = env.spec.generate!({ rng, args, split, index }) as Example<JsonObject>;
+    example = env.spec.generate!({ rng, seed, args, split, index }) as Example<JsonObject>;
   } catch (err) {
+    // A failure of the code that runs the generator (a Python worker's deadline), not of the args.
+    if (err instanceof ApiError) throw err;
     // Arguments the schema accepts can still ask for the impossible (a target range no numbers
     // reach): report it against the args rather than as a server fault.
     throw new ApiError("VALIDATION_ERROR", `${env.name} cannot generate an example with these args: ${err instanceof Error ? err.message : String(err)}`, undefined, {

@@ -89,6 +89,12 @@ export interface ProgramProfile {
    * (host-handles.ts).
    */
   forksPerRun?: boolean;
+  /**
+   * The network namespace is shared (no `--unshare-net`) and the files name resolution and TLS read
+   * (/etc/resolv.conf, /etc/hosts, /etc/ssl, ...) are bound: only for a Python environment's worker
+   * whose operator allows it (ENVWORKER_PYTHON_NETWORK=1, a judge model's API). Never for a sandbox host.
+   */
+  network?: boolean;
 }
 
 export interface ProgramCommand {
@@ -264,12 +270,12 @@ export function warnIfWeaklyConfined(log: (line: string) => void = (l) => consol
   for (const line of missing) log(`envworker: warning: ${line}`);
 }
 
-function namespaceArgs(uid: number | undefined): string[] {
+function namespaceArgs(uid: number | undefined, network = false): string[] {
   return [
     "--unshare-user",
     "--unshare-ipc",
     "--unshare-pid",
-    "--unshare-net",
+    ...(network ? [] : ["--unshare-net"]),
     "--unshare-uts",
     "--unshare-cgroup-try",
     ...(uid !== undefined ? ["--uid", String(uid), "--gid", String(uid)] : []),
@@ -443,8 +449,11 @@ function chmodTree(dir: string): void {
  * What bubblewrap binds: the system's libraries (Node and Python link to them), Node itself (for
  * Node hosts, which also get an empty /tmp) and the readable directories.
  */
-function bwrapArgs(readable: string[], uid: number | undefined, node: boolean): string[] {
-  const args = [...namespaceArgs(uid), "--clearenv", "--proc", "/proc", "--dev", "/dev", ...(node ? ["--tmpfs", "/tmp"] : []), "--chdir", "/"];
+/** What a process with the network reads to resolve names and check certificates. */
+const NETWORK_FILES = ["/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/usr/share/ca-certificates"];
+
+function bwrapArgs(readable: string[], uid: number | undefined, node: boolean, network = false): string[] {
+  const args = [...namespaceArgs(uid, network), "--clearenv", "--proc", "/proc", "--dev", "/dev", ...(node ? ["--tmpfs", "/tmp"] : []), "--chdir", "/"];
   for (const path of ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/lib32", "/usr/lib32"]) {
     let stat;
     try {
@@ -461,6 +470,8 @@ function bwrapArgs(readable: string[], uid: number | undefined, node: boolean): 
     if (process.execPath !== node) args.push("--ro-bind", process.execPath, process.execPath);
   }
   for (const dir of readable) args.push("--ro-bind", dir, dir);
+  // bubblewrap binds what a symlink (/etc/resolv.conf -> ../run/...) points to, at the link's path.
+  if (network) for (const path of NETWORK_FILES) if (existsSync(path)) args.push("--ro-bind", path, path);
   return args;
 }
 
@@ -518,7 +529,7 @@ function spawnConfined(profile: ConfinementProfile, options: ConfineOptions, com
         "--",
       ]
     : [];
-  const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(readable, uid, node)] : [];
+  const sandbox = confinement.bwrap ? [t.bwrap!, ...bwrapArgs(readable, uid, node, profile.kind === "program" && profile.network === true)] : [];
   // Hosts run at the server's own CPU priority. They ran at niceness +10 for a while: on a busy
   // machine (anything else at the default priority: a trainer, a second test run) that starved
   // them ~10x (a Python host did not start within 60 s beside 6 busy loops on 2 cores), while the

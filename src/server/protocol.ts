@@ -24,7 +24,8 @@ export const ActionSchema = z
   })
   .strict();
 
-const MessageSchema = z.union([
+/** A message of a conversation (also what a Python environment's worker may put in prompts and replies, src/python/). */
+export const MessageSchema = z.union([
   z.object({ role: z.literal("system"), content: z.string() }).strict(),
   z.object({ role: z.literal("user"), content: z.string() }).strict(),
   z

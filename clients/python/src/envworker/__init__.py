@@ -18,7 +18,7 @@ from typing import Any as _Any
 from .client import EXAMPLES_LIMIT, GROUP_LIMIT, SCORE_BATCH_LIMIT, EnvClient, examples, list_envs, metadata, score, score_groups, to_action
 from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
-from .authoring import Environment, Example, Reply, Reward, Tool, tool
+from .authoring import ArgsError, Environment, Example, GenerateContext, Reply, Reward, RunResult, Sandbox, Tool, Turn, tool
 from .types import EnvInfo, EpisodeResult, ExamplesPage, GroupResult, ListedExample, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"
@@ -65,9 +65,14 @@ __all__ = [
     "GROUP_LIMIT",
     "examples",
     "ListedExample",
+    "ArgsError",
     "Environment",
     "Example",
     "Reply",
+    "Turn",
+    "GenerateContext",
+    "Sandbox",
+    "RunResult",
     "Reward",
     "Tool",
     "tool",

@@ -478,7 +478,11 @@ class Environment:
         if self.args is None:
             return None
         values = {fname: _check(raw[fname], tp, fname) for fname, tp, _ in self._fields if fname in raw}
-        return self.args(**values)
+        try:
+            return self.args(**values)
+        except (ValueError, TypeError) as err:
+            # A __post_init__ that checks the values (min <= max): the client's mistake, a 400.
+            raise ArgsError(str(err)) from None
 
     def args_json(self, args: Any) -> Dict[str, Any]:
         return {} if args is None else dataclasses.asdict(args)

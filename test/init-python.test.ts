@@ -1,0 +1,43 @@
+/**
+ * `envworker init --python NAME`: the package it makes passes its own unit tests (python -m
+ * unittest) and `envworker validate` (served through a Python worker, an episode played, /score
+ * equal to the episode's reward), as its README says to run them.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { scaffoldPython } from "../src/cli/init.ts";
+import { SERVER_NODE_FLAGS } from "./helpers/serve-process.ts";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const dir = mkdtempSync(join(tmpdir(), "envworker-init-python-"));
+// The worker runs as a user of its own when the tests run as root: it must be able to read the package.
+chmodSync(dir, 0o755);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("envworker init --python", () => {
+  const pkg = join(dir, "guess-py");
+
+  it("writes the package", () => {
+    const files = scaffoldPython("guess-py", pkg, join(ROOT, "clients", "python"));
+    expect(files.sort()).toEqual([".gitignore", "README.md", "guess_py/__init__.py", "guess_py/env.py", "pyproject.toml", "tests/__init__.py", "tests/test_env.py"]);
+    expect(() => scaffoldPython("Bad_Name", join(dir, "x"))).toThrow(/kebab-case/);
+    expect(() => scaffoldPython("guess-py", pkg)).toThrow(/not empty/);
+  });
+
+  it("its unit tests pass with python -m unittest", () => {
+    const out = spawnSync("python3", ["-m", "unittest", "-v"], { cwd: pkg, env: { ...process.env, PYTHONPATH: join(ROOT, "clients", "python", "src") }, encoding: "utf8" });
+    expect(out.status, out.stderr).toBe(0);
+    expect(out.stderr).toMatch(/Ran 4 tests/);
+  });
+
+  it("passes envworker validate", () => {
+    expect(existsSync(join(pkg, "guess_py", "env.py"))).toBe(true);
+    const out = execFileSync(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "validate", pkg], { cwd: ROOT, encoding: "utf8", timeout: 300_000 });
+    expect(out).toMatch(/PASS guess-py/);
+    expect(out).toMatch(/POST \/score of the played completion gives the episode's reward/);
+    expect(out).not.toMatch(/FAIL/);
+  }, 300_000);
+});

@@ -1,0 +1,129 @@
+/**
+ * Python environments that misbehave, against a live server while other clients are served: a
+ * respond, a reward or a generator that never returns (the worker's deadline: that call fails with a
+ * coded error, the episode is kept, the worker is replaced), a worker that dies, one that floods its
+ * output, replies over the message limit (refused by the worker, or cut off by the server). Meanwhile
+ * a TypeScript and another Python environment are played without a failure and without waiting.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cpuSlowdown } from "./helpers/slowdown.ts";
+import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
+
+let server: ServeProcess;
+
+beforeAll(async () => {
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py"], {
+    ENVWORKER_PYTHON_TIMEOUT_S: "2",
+    ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
+  });
+}, 180_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: res.status, json: await res.json() };
+}
+
+async function reset(): Promise<string> {
+  const r = await post("/envs/py-hostile/reset", { seed: 1 });
+  expect(r.status).toBe(200);
+  return r.json.episode_id as string;
+}
+const step = (episode_id: string, content: string) => post("/envs/py-hostile/step", { episode_id, action: { content } });
+
+/** Other clients' episodes, played in a loop while `during` runs: every one must succeed, promptly. */
+async function whileServing<T>(during: () => Promise<T>): Promise<{ value: T; played: number; slowestMs: number; failures: string[] }> {
+  let stop = false;
+  let played = 0;
+  let slowestMs = 0;
+  const failures: string[] = [];
+  const play = async (env: string) => {
+    while (!stop) {
+      const t0 = performance.now();
+      const r = await post(`/envs/${env}/reset`, {});
+      const s = r.status === 200 ? await post(`/envs/${env}/step`, { episode_id: r.json.episode_id, action: { content: "<reversed_text>x</reversed_text>" } }) : r;
+      slowestMs = Math.max(slowestMs, performance.now() - t0);
+      if (s.status !== 200) failures.push(`${env}: ${s.status} ${JSON.stringify(s.json).slice(0, 200)}`);
+      played++;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  };
+  const loops = [play("reverse-text"), play("reverse-text-py")];
+  try {
+    return { value: await during(), played, slowestMs, failures };
+  } finally {
+    stop = true;
+    await Promise.all(loops);
+  }
+}
+
+describe("hostile Python environments", () => {
+  it("a respond that never returns costs that call a TIMEOUT (504); the episode goes on", async () => {
+    const id = await reset();
+    const { value: r, played, slowestMs, failures } = await whileServing(() => step(id, "hang"));
+    expect(r.status).toBe(504); // EXECUTION_ERROR with reason TIMEOUT, as a TypeScript environment's deadline
+    expect(r.json.error.code).toBe("EXECUTION_ERROR");
+    expect(r.json.error.details?.reason).toBe("TIMEOUT");
+    const next = await step(id, "hello");
+    expect(next.status).toBe(200);
+    // The state is the one before the failed call: the hung turn never happened.
+    expect(next.json.observation.messages).toEqual([{ role: "user", content: "seen 1" }]);
+    expect(failures).toEqual([]);
+    expect(played).toBeGreaterThan(2);
+    expect(slowestMs).toBeLessThan(1500 * cpuSlowdown());
+  }, 120_000);
+
+  it("a generator that never returns: the reset fails with TIMEOUT (504), the next one works", async () => {
+    const { value: r, failures } = await whileServing(() => post("/envs/py-hostile/reset", { args: { hang: true } }));
+    expect(r.status).toBe(504);
+    expect(r.json.error.details?.reason).toBe("TIMEOUT");
+    expect(failures).toEqual([]);
+    expect((await post("/envs/py-hostile/reset", {})).status).toBe(200);
+  }, 120_000);
+
+  it("a reward that never returns scores 0 with its error; the episode ends", async () => {
+    const id = await reset();
+    const r = await step(id, "done spin");
+    // The reply's "done" is false for "done spin": the turn limit is not reached, so play to the end.
+    expect(r.status).toBe(200);
+    const end = await step(id, "done");
+    expect(end.status).toBe(200);
+    expect(end.json.done).toBe(true);
+    const scored = await post("/envs/py-hostile/score", { items: [{ completion: [{ role: "assistant", content: "spin" }] }] });
+    expect(scored.status).toBe(200);
+    expect(scored.json.results[0].reward).toBe(0);
+    expect(JSON.stringify(scored.json.results[0])).toMatch(/TIMEOUT|longer than/);
+  }, 120_000);
+
+  it("a worker that dies costs the call a coded error (CRASHED); the episode goes on", async () => {
+    const id = await reset();
+    const { value: r, failures } = await whileServing(() => step(id, "crash"));
+    expect(r.status).toBe(422);
+    expect(r.json.error.details?.reason).toBe("CRASHED");
+    expect((await step(id, "again")).status).toBe(200);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it("a flood of output is dropped, not held; the step is answered", async () => {
+    const id = await reset();
+    const { value: r, failures, slowestMs } = await whileServing(() => step(id, "flood"));
+    expect(r.status).toBe(200);
+    expect(failures).toEqual([]);
+    expect(slowestMs).toBeLessThan(1500 * cpuSlowdown());
+    expect(server.stdout().length).toBeLessThan(1 << 20);
+  }, 120_000);
+
+  it("replies over the message limit fail as TOO_LARGE or CRASHED, never held whole", async () => {
+    const id = await reset();
+    const { value: huge, failures } = await whileServing(() => step(id, "huge"));
+    expect(huge.status).toBe(422);
+    expect(huge.json.error.details?.reason).toBe("TOO_LARGE");
+    const raw = await step(id, "raw");
+    expect(raw.status).toBe(422);
+    expect(["TOO_LARGE", "CRASHED"]).toContain(raw.json.error.details?.reason);
+    expect((await step(id, "fine")).status).toBe(200);
+    expect(failures).toEqual([]);
+  }, 120_000);
+});

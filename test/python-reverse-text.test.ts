@@ -1,0 +1,126 @@
+/**
+ * reverse-text-py (envs/reverse-text/env.py, served by a Python worker) against reverse-text
+ * (envs/reverse-text/index.ts), on one live server: the same prompts for the same seeds and args,
+ * and the same reward and metrics, to the last bit, for several hundred completions scored through
+ * POST /score (exact, partial, wrong, untagged, padded with every kind of whitespace, astral
+ * characters, several turns, replies cut at 4,000 characters, answers refused as too long).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import evalTexts from "../envs/reverse-text/data/eval.json" with { type: "json" };
+import trainTexts from "../envs/reverse-text/data/train.json" with { type: "json" };
+import { PyRandom } from "../src/pycompat/random.ts";
+import type { Message } from "../src/env/messages.ts";
+import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
+
+let server: ServeProcess;
+
+beforeAll(async () => {
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py"]);
+}, 180_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: res.status, json: await res.json() };
+}
+
+const reverse = (s: string) => Array.from(s).reverse().join("");
+const tagged = (s: string) => `<reversed_text>${s}</reversed_text>`;
+/** Whitespace JavaScript's trim and Python's strip disagree on, and some they agree on. */
+const PADS = [" ", "\n\t", "\u00a0", "\ufeff", "\u2003", "\u3000", "\x1c", "\x85", "\u200b"];
+
+/** Completions of every kind for `text`, drawn with `rng`. */
+function completionsFor(text: string, rng: PyRandom): { completion: Message[]; answer: string }[] {
+  const answer = reverse(text);
+  const chars = Array.from(answer);
+  const edit = (n: number) => {
+    const out = [...chars];
+    for (let k = 0; k < n && out.length > 0; k++) {
+      const i = rng.randrange(out.length);
+      const op = rng.randrange(3);
+      if (op === 0) out.splice(i, 1);
+      else if (op === 1) out.splice(i, 0, String.fromCodePoint(97 + rng.randrange(26)));
+      else [out[i], out[(i + 1) % out.length]] = [out[(i + 1) % out.length]!, out[i]!];
+    }
+    return out.join("");
+  };
+  const pad = PADS[rng.randrange(PADS.length)]!;
+  const one = (content: string | null): Message[] => [{ role: "assistant", content }];
+  const texts: Message[][] = [
+    one(tagged(answer)),
+    one(tagged(edit(1 + rng.randrange(3)))),
+    one(tagged(edit(5 + rng.randrange(20)))),
+    one(tagged(text)),
+    one(answer),
+    one(`<reversed_text>${answer}`),
+    one(`${pad}${tagged(`${pad}${answer}${pad}`)}${pad}`),
+    one(`<think>${text}</think>${tagged(edit(2))}`),
+    one(tagged(`${answer}🙂𝔘`)),
+    one(tagged(answer.slice(0, Math.floor(answer.length / 2)))),
+    [...one("let me think"), { role: "user", content: "go on" }, ...one(tagged(edit(1)))],
+    [...one(tagged(answer)), { role: "user", content: "again" }, ...one("no tags now")],
+    one(null),
+    one(tagged(answer.repeat(Math.ceil(4500 / answer.length)))),
+  ];
+  return texts.map((completion) => ({ completion, answer }));
+}
+
+describe("reverse-text-py scores exactly as reverse-text", () => {
+  it("lists both", async () => {
+    const envs = (await (await fetch(`${server.url}/envs`)).json()) as { envs: { name: string }[] };
+    expect(envs.envs.map((e) => e.name).sort()).toEqual(["reverse-text", "reverse-text-py"]);
+  });
+
+  it("gives the same prompt for the same seed, split and args", async () => {
+    const cases = [{ seed: 1 }, { seed: 77, split: "eval" }, { seed: 5, args: { min_words: 20, max_words: 30 } }, { seed: 9, index: 3, split: "eval", args: { system_prompt: null } }];
+    for (const c of cases) {
+      const ts = await post("/envs/reverse-text/reset", c);
+      const py = await post("/envs/reverse-text-py/reset", c);
+      expect(py.status).toBe(200);
+      expect(py.json.observation.messages).toEqual(ts.json.observation.messages);
+      // The same example (its reference names the environment, so it differs by that alone).
+      const { example: _a, ...pyInfo } = py.json.observation.info;
+      const { example: _b, ...tsInfo } = ts.json.observation.info;
+      expect(pyInfo).toEqual(tsInfo);
+    }
+  });
+
+  it("refuses the same bad args with a 400", async () => {
+    for (const args of [{ min_words: 9, max_words: 3 }, { min_words: -1 }, { max_words: "x" }, { nope: 1 }]) {
+      const ts = await post("/envs/reverse-text/reset", { args });
+      const py = await post("/envs/reverse-text-py/reset", { args });
+      expect([ts.status, py.status]).toEqual([400, 400]);
+      expect(py.json.error.code).toBe("VALIDATION_ERROR");
+    }
+  });
+
+  it("gives equal rewards and metrics on hundreds of completions", async () => {
+    const rng = new PyRandom(2026);
+    const items = [...evalTexts, ...trainTexts.slice(0, 20)].flatMap((t) => completionsFor(t, rng));
+    expect(items.length).toBeGreaterThan(700);
+    // An answer longer than the compared maximum is refused by both (reward 0, an error reported).
+    items.push({ completion: [{ role: "assistant", content: tagged("x") }], answer: "y".repeat(4001) });
+    let exact = 0;
+    let partial = 0;
+    for (let i = 0; i < items.length; i += 256) {
+      const batch = items.slice(i, i + 256);
+      const ts = await post("/envs/reverse-text/score", { items: batch });
+      const py = await post("/envs/reverse-text-py/score", { items: batch });
+      expect([ts.status, py.status]).toEqual([200, 200]);
+      for (let k = 0; k < batch.length; k++) {
+        const a = ts.json.results[k];
+        const b = py.json.results[k];
+        expect(b.reward, `item ${i + k}: ${JSON.stringify(batch[k]).slice(0, 200)}`).toBe(a.reward);
+        expect(b.metrics).toEqual(a.metrics);
+        expect(Boolean(b.errors)).toBe(Boolean(a.errors));
+        if (a.reward === 1) exact++;
+        else if (a.reward > 0) partial++;
+      }
+    }
+    // The comparison covers all three outcomes, not only one.
+    expect(exact).toBeGreaterThan(50);
+    expect(partial).toBeGreaterThan(300);
+  }, 300_000);
+});
