@@ -34,9 +34,11 @@ import copy
 import dataclasses
 import inspect
 import json
+import os
 import random
 import re
 import sys
+import tempfile
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -73,7 +75,23 @@ INSTALL_HINT = (
 )
 
 
+def _matplotlib_dir() -> None:
+    """reasoning-gym imports matplotlib (through cellpylib), which refuses to start without a
+    writable directory for its config and cache. envworker's confined worker has no HOME and no
+    /tmp; /dev/shm is bubblewrap's own tmpfs there, so matplotlib gets a folder in it."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    try:
+        tempfile.gettempdir()  # matplotlib falls back to a temporary folder by itself
+        return
+    except FileNotFoundError:
+        pass
+    if os.access("/dev/shm", os.W_OK):
+        os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="matplotlib-", dir="/dev/shm")
+
+
 def _import_reasoning_gym() -> Any:
+    _matplotlib_dir()
     try:
         import reasoning_gym
     except ImportError as err:
