@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, each printing ratios against a baseline measured in the
  * same run (machines here are noisy; absolute figures alone mean little). Pick a subset with
- * `npm run bench -- engine http ws memory sandbox python python-env affinity affinity-episode`.
+ * `npm run bench -- engine http ws memory sandbox python python-env reasoning-gym affinity affinity-episode`.
  */
 import { benchAffinity } from "./affinity.ts";
 import { benchAffinityEpisode } from "./affinity-episode.ts";
@@ -10,10 +10,11 @@ import { benchHttp } from "./http.ts";
 import { benchMemory } from "./memory.ts";
 import { benchPython } from "./python.ts";
 import { benchPythonEnv } from "./python-env.ts";
+import { benchReasoningGym } from "./reasoning-gym.ts";
 import { benchSandbox } from "./sandbox.ts";
 import { benchWs } from "./ws.ts";
 
-const ALL: Record<string, () => Promise<void>> = { engine: benchEngine, sandbox: benchSandbox, http: benchHttp, ws: benchWs, memory: benchMemory, python: benchPython, "python-env": benchPythonEnv, affinity: benchAffinity, "affinity-episode": benchAffinityEpisode };
+const ALL: Record<string, () => Promise<void>> = { engine: benchEngine, sandbox: benchSandbox, http: benchHttp, ws: benchWs, memory: benchMemory, python: benchPython, "python-env": benchPythonEnv, "reasoning-gym": benchReasoningGym, affinity: benchAffinity, "affinity-episode": benchAffinityEpisode };
 
 const chosen = process.argv.slice(2);
 for (const name of chosen.length ? chosen : Object.keys(ALL)) {
