@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union
 
-from ..authoring import ArgsError
+from ..authoring import ArgsError, _args_fields
 
 _SIMPLE = (bool, int, float, str)
 
@@ -144,22 +144,15 @@ def _to_json(value: Any) -> Any:
 def config_fields(config_cls: type, exclude: Dict[str, str]) -> Tuple[List[ConfigField], Dict[str, str]]:
     """The arguments of ``config_cls`` (a dataclass whose fields all have defaults), and the fields
     left at their defaults with why: those named in ``exclude`` and those with no wire form."""
-    hints = typing.get_type_hints(config_cls)
     out: List[ConfigField] = []
     fixed: Dict[str, str] = {}
-    for f in dataclasses.fields(config_cls):
-        if f.name in exclude:
-            fixed[f.name] = exclude[f.name]
+    for name, hint, default in _args_fields(config_cls):  # the authoring API's reading of a dataclass
+        if name in exclude:
+            fixed[name] = exclude[name]
             continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        else:
-            raise TypeError(f"{config_cls.__name__}.{f.name} has no default")
-        arg = field_for(f.name, hints.get(f.name, Any), default)
+        arg = field_for(name, hint, default)
         if arg is None:
-            fixed[f.name] = f"a {type(default).__name__} (no JSON form): its default is used"
+            fixed[name] = f"a {type(default).__name__} (no JSON form): its default is used"
         else:
             out.append(arg)
     return out, fixed
