@@ -7,12 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
+import { request } from "./helpers/http.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 let server: ServeProcess;
 
 beforeAll(async () => {
-  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py"], {
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py", "--port", "0"], {
     ENVWORKER_PYTHON_TIMEOUT_S: "2",
     ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
   });
@@ -21,15 +22,13 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, json: await res.json() };
-}
+/** POST to the live server (test/helpers/http.ts). */
+const post = (path: string, body: unknown) => request("POST", `${server.url}${path}`, body);
 
 async function reset(): Promise<string> {
   const r = await post("/envs/py-hostile/reset", { seed: 1 });
   expect(r.status).toBe(200);
-  return r.json.episode_id as string;
+  return r.body.episode_id as string;
 }
 const step = (episode_id: string, content: string) => post("/envs/py-hostile/step", { episode_id, action: { content } });
 
@@ -43,9 +42,9 @@ async function whileServing<T>(during: () => Promise<T>): Promise<{ value: T; pl
     while (!stop) {
       const t0 = performance.now();
       const r = await post(`/envs/${env}/reset`, {});
-      const s = r.status === 200 ? await post(`/envs/${env}/step`, { episode_id: r.json.episode_id, action: { content: "<reversed_text>x</reversed_text>" } }) : r;
+      const s = r.status === 200 ? await post(`/envs/${env}/step`, { episode_id: r.body.episode_id, action: { content: "<reversed_text>x</reversed_text>" } }) : r;
       slowestMs = Math.max(slowestMs, performance.now() - t0);
-      if (s.status !== 200) failures.push(`${env}: ${s.status} ${JSON.stringify(s.json).slice(0, 200)}`);
+      if (s.status !== 200) failures.push(`${env}: ${s.status} ${JSON.stringify(s.body).slice(0, 200)}`);
       played++;
       await new Promise((res) => setTimeout(res, 20));
     }
@@ -64,12 +63,12 @@ describe("hostile Python environments", () => {
     const id = await reset();
     const { value: r, played, slowestMs, failures } = await whileServing(() => step(id, "hang"));
     expect(r.status).toBe(504); // EXECUTION_ERROR with reason TIMEOUT, as a TypeScript environment's deadline
-    expect(r.json.error.code).toBe("EXECUTION_ERROR");
-    expect(r.json.error.details?.reason).toBe("TIMEOUT");
+    expect(r.body.error.code).toBe("EXECUTION_ERROR");
+    expect(r.body.error.details?.reason).toBe("TIMEOUT");
     const next = await step(id, "hello");
     expect(next.status).toBe(200);
     // The state is the one before the failed call: the hung turn never happened.
-    expect(next.json.observation.messages).toEqual([{ role: "user", content: "seen 1" }]);
+    expect(next.body.observation.messages).toEqual([{ role: "user", content: "seen 1" }]);
     expect(failures).toEqual([]);
     expect(played).toBeGreaterThan(2);
     expect(slowestMs).toBeLessThan(1500 * cpuSlowdown());
@@ -78,7 +77,7 @@ describe("hostile Python environments", () => {
   it("a generator that never returns: the reset fails with TIMEOUT (504), the next one works", async () => {
     const { value: r, failures } = await whileServing(() => post("/envs/py-hostile/reset", { args: { hang: true } }));
     expect(r.status).toBe(504);
-    expect(r.json.error.details?.reason).toBe("TIMEOUT");
+    expect(r.body.error.details?.reason).toBe("TIMEOUT");
     expect(failures).toEqual([]);
     expect((await post("/envs/py-hostile/reset", {})).status).toBe(200);
   }, 120_000);
@@ -90,18 +89,18 @@ describe("hostile Python environments", () => {
     expect(r.status).toBe(200);
     const end = await step(id, "done");
     expect(end.status).toBe(200);
-    expect(end.json.done).toBe(true);
+    expect(end.body.done).toBe(true);
     const scored = await post("/envs/py-hostile/score", { items: [{ completion: [{ role: "assistant", content: "spin" }] }] });
     expect(scored.status).toBe(200);
-    expect(scored.json.results[0].reward).toBe(0);
-    expect(JSON.stringify(scored.json.results[0])).toMatch(/TIMEOUT|longer than/);
+    expect(scored.body.results[0].reward).toBe(0);
+    expect(JSON.stringify(scored.body.results[0])).toMatch(/TIMEOUT|longer than/);
   }, 120_000);
 
   it("a worker that dies costs the call a coded error (CRASHED); the episode goes on", async () => {
     const id = await reset();
     const { value: r, failures } = await whileServing(() => step(id, "crash"));
     expect(r.status).toBe(422);
-    expect(r.json.error.details?.reason).toBe("CRASHED");
+    expect(r.body.error.details?.reason).toBe("CRASHED");
     expect((await step(id, "again")).status).toBe(200);
     expect(failures).toEqual([]);
   }, 120_000);
@@ -119,10 +118,10 @@ describe("hostile Python environments", () => {
     const id = await reset();
     const { value: huge, failures } = await whileServing(() => step(id, "huge"));
     expect(huge.status).toBe(422);
-    expect(huge.json.error.details?.reason).toBe("TOO_LARGE");
+    expect(huge.body.error.details?.reason).toBe("TOO_LARGE");
     const raw = await step(id, "raw");
     expect(raw.status).toBe(422);
-    expect(["TOO_LARGE", "CRASHED"]).toContain(raw.json.error.details?.reason);
+    expect(["TOO_LARGE", "CRASHED"]).toContain(raw.body.error.details?.reason);
     expect((await step(id, "fine")).status).toBe(200);
     expect(failures).toEqual([]);
   }, 120_000);

@@ -10,21 +10,20 @@ import evalTexts from "../envs/reverse-text/data/eval.json" with { type: "json" 
 import trainTexts from "../envs/reverse-text/data/train.json" with { type: "json" };
 import { PyRandom } from "../src/pycompat/random.ts";
 import type { Message } from "../src/env/messages.ts";
+import { request } from "./helpers/http.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 let server: ServeProcess;
 
 beforeAll(async () => {
-  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py"]);
+  server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "--port", "0"]);
 }, 180_000);
 afterAll(async () => {
   await server?.stop();
 });
 
-async function post(path: string, body: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, json: await res.json() };
-}
+/** POST to the live server (test/helpers/http.ts). */
+const post = (path: string, body: unknown) => request("POST", `${server.url}${path}`, body);
 
 const reverse = (s: string) => Array.from(s).reverse().join("");
 const tagged = (s: string) => `<reversed_text>${s}</reversed_text>`;
@@ -79,10 +78,10 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
       const ts = await post("/envs/reverse-text/reset", c);
       const py = await post("/envs/reverse-text-py/reset", c);
       expect(py.status).toBe(200);
-      expect(py.json.observation.messages).toEqual(ts.json.observation.messages);
+      expect(py.body.observation.messages).toEqual(ts.body.observation.messages);
       // The same example (its reference names the environment, so it differs by that alone).
-      const { example: _a, ...pyInfo } = py.json.observation.info;
-      const { example: _b, ...tsInfo } = ts.json.observation.info;
+      const { example: _a, ...pyInfo } = py.body.observation.info;
+      const { example: _b, ...tsInfo } = ts.body.observation.info;
       expect(pyInfo).toEqual(tsInfo);
     }
   });
@@ -92,7 +91,7 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
       const ts = await post("/envs/reverse-text/reset", { args });
       const py = await post("/envs/reverse-text-py/reset", { args });
       expect([ts.status, py.status]).toEqual([400, 400]);
-      expect(py.json.error.code).toBe("VALIDATION_ERROR");
+      expect(py.body.error.code).toBe("VALIDATION_ERROR");
     }
   });
 
@@ -110,8 +109,8 @@ describe("reverse-text-py scores exactly as reverse-text", () => {
       const py = await post("/envs/reverse-text-py/score", { items: batch });
       expect([ts.status, py.status]).toEqual([200, 200]);
       for (let k = 0; k < batch.length; k++) {
-        const a = ts.json.results[k];
-        const b = py.json.results[k];
+        const a = ts.body.results[k];
+        const b = py.body.results[k];
         expect(b.reward, `item ${i + k}: ${JSON.stringify(batch[k]).slice(0, 200)}`).toBe(a.reward);
         expect(b.metrics).toEqual(a.metrics);
         expect(Boolean(b.errors)).toBe(Boolean(a.errors));

@@ -85,28 +85,36 @@ export function allowScriptsKey(dependency: string): string {
   return /^(npm:)?[\^~<>=*\d]/.test(dependency) || dependency === "latest" || dependency === "" ? "envworker" : dependency;
 }
 
-export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
+/**
+ * Writes template `dir` into `target` (which must not exist or be empty), each file's text through
+ * `text`, each path through `path` (`_gitignore` is `.gitignore`: npm pack drops .gitignore files).
+ * Returns the paths written, relative to `target`.
+ */
+function writeTemplate(name: string, dir: string, target: string, text: (rel: string, content: string) => string, path: (rel: string) => string = (rel) => rel): string[] {
   if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
   if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
-  const dir = templateDir();
-  const version = envworkerVersion();
   const written: string[] = [];
   for (const rel of templateFiles(dir)) {
-    let text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__ENVWORKER_VERSION__", version);
-    if (rel === "package.json") {
-      const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
-      pkg.dependencies.envworker = dependency;
-      // envworker's install script (an optional native helper), allowed under the key npm matches it by.
-      const { envworker: allowed, ...others } = pkg.allowScripts;
-      pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
-      text = `${JSON.stringify(pkg, null, 2)}\n`;
-    }
-    const out = join(target, rel === "_gitignore" ? ".gitignore" : rel);
+    const out = join(target, path(rel === "_gitignore" ? ".gitignore" : rel));
     mkdirSync(join(out, ".."), { recursive: true });
-    writeFileSync(out, text);
+    writeFileSync(out, text(rel, readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name)));
     written.push(relative(target, out));
   }
   return written;
+}
+
+export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
+  const version = envworkerVersion();
+  return writeTemplate(name, templateDir(), target, (rel, content) => {
+    const text = content.replaceAll("__ENVWORKER_VERSION__", version);
+    if (rel !== "package.json") return text;
+    const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
+    pkg.dependencies.envworker = dependency;
+    // envworker's install script (an optional native helper), allowed under the key npm matches it by.
+    const { envworker: allowed, ...others } = pkg.allowScripts;
+    pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
+    return `${JSON.stringify(pkg, null, 2)}\n`;
+  });
 }
 
 /** What `pip install` takes for envworker's Python package: this checkout's (or package's) clients/python, else the name. */
@@ -119,19 +127,14 @@ export function pythonClientSpec(root: string | undefined = envworkerRoot()): st
  * underscores: the package folder, `__MODULE__`) and the envworker Python package to install.
  */
 export function scaffoldPython(name: string, target: string, client = pythonClientSpec()): string[] {
-  if (!NAME.test(name)) throw new Error(`NAME must be lower-case kebab-case (it is the environment's name), got ${JSON.stringify(name)}`);
-  if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
-  const dir = templateDir("python-env");
   const module = name.replaceAll("-", "_");
-  const written: string[] = [];
-  for (const rel of templateFiles(dir)) {
-    const text = readFileSync(join(dir, rel), "utf8").replaceAll("__NAME__", name).replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client);
-    const out = join(target, (rel === "_gitignore" ? ".gitignore" : rel).replaceAll("__MODULE__", module));
-    mkdirSync(join(out, ".."), { recursive: true });
-    writeFileSync(out, text);
-    written.push(relative(target, out));
-  }
-  return written;
+  return writeTemplate(
+    name,
+    templateDir("python-env"),
+    target,
+    (_rel, content) => content.replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client),
+    (rel) => rel.replaceAll("__MODULE__", module),
+  );
 }
 
 export async function initCommand(argv: string[]): Promise<number> {

@@ -22,9 +22,10 @@ const MAX_FILES = 2000;
 /**
  * A fingerprint of the code a module's environments run: every code file (.ts, .js, .json, ...)
  * under the module's folder, by path and content, without node_modules, dist, outputs and
- * dot-folders. Undefined when the folder is not a module's own (too many files) or unreadable.
+ * dot-folders (`code`: which files are code; a Python environment's are .py files and their data).
+ * Undefined when the folder is not a module's own (too many files) or unreadable.
  */
-export function filesStamp(moduleUrl: string): string | undefined {
+export function filesStamp(moduleUrl: string, code: RegExp = CODE): string | undefined {
   const root = dirname(fileURLToPath(moduleUrl));
   const files: string[] = [];
   const walk = (dir: string): boolean => {
@@ -39,7 +40,7 @@ export function filesStamp(moduleUrl: string): string | undefined {
       const path = join(dir, e.name);
       if (e.isDirectory()) {
         if (!SKIPPED_DIRS.has(e.name) && !walk(path)) return false;
-      } else if (CODE.test(e.name)) {
+      } else if (code.test(e.name)) {
         files.push(path);
         if (files.length > MAX_FILES) return false;
       }
@@ -61,8 +62,8 @@ export function filesStamp(moduleUrl: string): string | undefined {
 }
 
 /** Throws, saying why, when the module's files are no longer those of `stamp`. */
-export function checkStamp(moduleUrl: string, stamp: string): void {
-  if (filesStamp(moduleUrl) === stamp) return;
+export function checkStamp(moduleUrl: string, stamp: string, code: RegExp = CODE): void {
+  if (filesStamp(moduleUrl, code) === stamp) return;
   const file = fileURLToPath(moduleUrl);
   throw new Error(
     `${file}: the environment's files (under ${dirname(file)}) changed since the server loaded them; the server keeps running the code it loaded, which a new environment thread cannot load again: restart the server (envworker serve --watch restarts it on every change)`,

@@ -23,9 +23,11 @@ import { launchConfined } from "../sandbox/confine.ts";
 import { workerProfile, type PythonSettings } from "./settings.ts";
 import type { FromIo, PySpec, ToIo, CallFailure } from "./protocol.ts";
 
-const { target, settings, syncPort, asyncPort, flag } = workerData as {
+const { target, settings, idleMs, syncPort, asyncPort, flag } = workerData as {
   target: string;
   settings: PythonSettings;
+  /** Stop the process after this long without a call (0: never); a new one starts at the next call. */
+  idleMs: number;
   syncPort: MessagePort;
   asyncPort: MessagePort;
   flag: Int32Array;
@@ -69,8 +71,22 @@ let stderrSent = 0;
 let stderrDropped = 0;
 let stderrWindow = Date.now();
 
+let idleTimer: ReturnType<typeof setTimeout> | undefined;
+
+/** With no call left, the process goes after idleMs (the main thread's, used while loading and rarely after). */
+function idleLater(): void {
+  if (idleTimer) clearTimeout(idleTimer);
+  idleTimer = undefined;
+  if (idleMs <= 0 || calls.size > 0) return;
+  idleTimer = setTimeout(() => {
+    if (calls.size === 0 && proc) kill(proc);
+  }, idleMs);
+  idleTimer.unref();
+}
+
 function answer(call: Call, msg: FromIo): void {
   calls.delete(call.id);
+  idleLater();
   if (call.timer) clearTimeout(call.timer);
   if (call.forgotten) return;
   if (call.sync) {
@@ -147,6 +163,11 @@ function startProcess(): Proc {
       let buffered: Buffer[] = [];
       let size = 0;
       child.stdout!.on("data", (chunk: Buffer) => {
+        // A process being killed may still be sending (the rest of an oversized line): dropped.
+        if (p.dead) {
+          buffered = [];
+          return;
+        }
         let start = 0;
         for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
           const piece = chunk.subarray(start, nl);
@@ -156,11 +177,16 @@ function startProcess(): Proc {
           start = nl + 1;
           if (line.length > settings.maxMessageBytes) return tooLarge(p, line);
           receive(p, line, resolveReady, rejectReady);
+          if (p.dead) return;
         }
         if (start < chunk.length) {
           buffered.push(chunk.subarray(start));
           size += chunk.length - start;
-          if (size > settings.maxMessageBytes) tooLarge(p, Buffer.concat(buffered));
+          if (size > settings.maxMessageBytes) {
+            const head = Buffer.concat(buffered.slice(0, 8)).subarray(0, 64);
+            buffered = [];
+            tooLarge(p, head);
+          }
         }
       });
       child.stderr!.on("data", (chunk: Buffer) => passStderr(chunk, p));
@@ -264,12 +290,17 @@ function handle(msg: ToIo): void {
     case "call": {
       const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, timer: undefined, waiting: 0, proc: undefined, forgotten: false };
       calls.set(call.id, call);
+      idleLater();
       void send(call);
       break;
     }
     case "describe":
       ensureProcess().then(
-        (p) => p.ready.then((envs) => asyncPort.postMessage({ t: "described", envs } satisfies FromIo)),
+        (p) =>
+          p.ready.then((envs) => {
+            asyncPort.postMessage({ t: "described", envs } satisfies FromIo);
+            idleLater();
+          }),
         (err: Error) => asyncPort.postMessage({ t: "describe-failed", message: err.message } satisfies FromIo),
       );
       break;

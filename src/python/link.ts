@@ -9,7 +9,7 @@
  * A call's `sandbox.run` comes back here as a request: the thread runs it on the services the call
  * was made with (the server's sandboxes, queued fairly there), never in the Python worker.
  */
-import { MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from "node:worker_threads";
+import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, type Worker } from "node:worker_threads";
 import { z } from "zod";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
@@ -33,6 +33,9 @@ const SandboxRequest = z.object({
   lang: z.enum(["python", "javascript"]),
   options: z.object({ timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional(), stdin: z.string().optional() }).strict(),
 });
+
+/** How long the main thread's worker is kept without a call. */
+const MAIN_THREAD_IDLE_MS = 30_000;
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -59,7 +62,9 @@ export class PythonLink {
     this.syncPort = sync.port1;
     this.asyncPort = async.port1;
     this.worker = startWorker(siblingModule("io-thread", import.meta.url), {
-      workerData: { target, settings, syncPort: sync.port2, asyncPort: async.port2, flag: this.flag },
+      // The main thread's worker serves the loading (a handshake, the datasets' check) and little
+      // after it (environment threads have their own): it is not kept idle.
+      workerData: { target, settings, idleMs: isMainThread ? MAIN_THREAD_IDLE_MS : 0, syncPort: sync.port2, asyncPort: async.port2, flag: this.flag },
       transferList: [sync.port2, async.port2],
     });
     this.worker.on("error", (err) => this.broken(err));

@@ -4,7 +4,9 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { filesStamp } from "../node/source-files.ts";
 import type { Environment } from "../env/environment.ts";
 import { pythonEnvironment } from "./environment.ts";
 import { linkFor } from "./link.ts";
@@ -17,11 +19,27 @@ export async function pythonEnvironments(target: string): Promise<Environment[]>
   return specs.map((spec) => pythonEnvironment(link, spec));
 }
 
-/** The URL importEnvironments loads `target`'s environments from (src/python/served.ts). */
+/** A Python environment's code and data files (what a fingerprint covers). */
+export const PYTHON_CODE = /\.(?:py|json|jsonl|txt|csv|toml)$/;
+
+/** A file URL in the folder a path target's fingerprint covers: a file's folder, or the package folder itself. */
+export function stampedUrl(target: string): string | undefined {
+  if (!isAbsolute(target)) return undefined;
+  return pathToFileURL(target.endsWith(".py") ? target : join(target, "__init__.py")).href;
+}
+
+/**
+ * The URL importEnvironments loads `target`'s environments from (src/python/served.ts), with the
+ * fingerprint of a path target's files: an environment thread started after they changed refuses
+ * to load (served.ts), as a TypeScript module's thread does (src/node/source-files.ts).
+ */
 export function pythonModuleUrl(target: string): string {
   const here = import.meta.url;
   const served = new URL(here.endsWith(".ts") ? "./served.ts" : "./served.js", here);
   served.searchParams.set("target", target);
+  const at = stampedUrl(target);
+  const stamp = at === undefined ? undefined : filesStamp(at, PYTHON_CODE);
+  if (stamp !== undefined) served.searchParams.set("files", stamp);
   return served.href;
 }
 

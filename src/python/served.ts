@@ -4,9 +4,15 @@
  * environment thread import the same environments the way they import a TypeScript module's
  * (src/env/source.ts), each thread with its own Python worker.
  */
-import { pythonEnvironments } from "./load.ts";
+import { checkStamp } from "../node/source-files.ts";
+import { PYTHON_CODE, pythonEnvironments, stampedUrl } from "./load.ts";
 
-const target = new URL(import.meta.url).searchParams.get("target");
+const params = new URL(import.meta.url).searchParams;
+const target = params.get("target");
 if (!target) throw new Error("src/python/served.ts is imported with ?target=PYTHON_TARGET (see pythonModuleUrl)");
+// A thread loads what the server loaded, or nothing (the files changed since: restart the server).
+const stamp = params.get("files");
+const at = stampedUrl(target);
+if (stamp !== null && at !== undefined) checkStamp(at, stamp, PYTHON_CODE);
 
 export default await pythonEnvironments(target);

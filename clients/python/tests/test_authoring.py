@@ -222,5 +222,34 @@ class WorkerTest(unittest.TestCase):
         proc.stderr.close()
 
 
+class ServedTest(unittest.TestCase):
+    """A Python environment served by envworker, played through the Python client as any other."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = _support.EnvworkerServer("reverse-text", "./envs/reverse-text/env.py")
+        cls.url = cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_an_episode_and_score_through_the_client(self):
+        from envworker import EnvClient, list_envs
+
+        self.assertEqual(sorted(e.name for e in list_envs(self.url)), ["reverse-text", "reverse-text-py"])
+        with EnvClient(self.url, "reverse-text-py") as env:
+            reset = env.reset(seed=11, split="eval")
+            self.assertEqual([m["role"] for m in reset.observation.messages], ["system", "user"])
+            step = env.step(_support.reverse_text_gold(reset.observation.messages))
+            self.assertEqual((step.reward, step.done, step.observation.metrics), (1.0, True, {"lcs_reward_func": 1.0}))
+            scored = env.score([{"completion": "<reversed_text>nope</reversed_text>", "answer": "epon"}])
+            import difflib
+
+            self.assertEqual(scored[0].reward, difflib.SequenceMatcher(None, "nope", "epon").ratio())
+        with EnvClient(self.url, "reverse-text") as ts:
+            self.assertEqual(ts.reset(seed=11, split="eval").observation.messages, reset.observation.messages)
+
+
 if __name__ == "__main__":
     unittest.main()
