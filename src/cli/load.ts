@@ -9,6 +9,7 @@
  *   ./env.py, ./my-env/    a Python environment (Node only, src/python/): a .py file, a folder that
  *                          is a Python package, holds env.py, or has a pyproject.toml naming its package
  *   my_env_package         a Python module ENVWORKER_PYTHON's interpreter imports (after npm packages)
+ *   reasoning-gym[:a,b]    a catalog of the envworker Python package (src/python/catalogs.ts)
  *
  * With no spec, the project's config lists them: `envworker.config.{ts,mts,js,mjs}` default-exporting
  * `{ environments: [spec, ...] }`, or package.json's `"envworker": { "environments": [...] }`
@@ -25,6 +26,7 @@ import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
 import { envworkerRoot } from "./version.ts";
 import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../python/load.ts";
+import { catalogSpec, selectCatalog } from "../python/catalogs.ts";
 
 export class SpecError extends Error {}
 
@@ -204,6 +206,20 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
   ctx.shipped ??= await shippedEnvironments();
   const shipped = ctx.shipped.find((e) => e.name === spec);
   if (shipped) return [shipped];
+  let catalog;
+  try {
+    catalog = catalogSpec(spec);
+  } catch (err) {
+    throw new SpecError((err as Error).message);
+  }
+  if (catalog) {
+    const envs = await importModule(pythonModuleUrl(catalog.module), spec);
+    try {
+      return selectCatalog(catalog, envs);
+    } catch (err) {
+      throw new SpecError((err as Error).message);
+    }
+  }
   const entry = packageEntry(spec, ctx.base);
   if (entry) {
     if (entry.startsWith("file:") && !fileURLToPath(entry).includes("/node_modules/")) files.push(fileURLToPath(entry));

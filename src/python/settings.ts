@@ -129,8 +129,21 @@ export function pythonInterpreter(name: string): Interpreter {
   throw new Error(`no ${name} on PATH can be read by the Python workers' own user (the server runs as root): ${skipped.join(", ")}; set ENVWORKER_PYTHON to a Python 3.10+ every user can read`);
 }
 
-/** What the worker runs: the bootstrap puts the server's `envworker` package first and starts it. */
-const BOOT = (src: string) => `import sys; sys.path.insert(0, ${JSON.stringify(src)}); import envworker.worker as w; w.main()`;
+/**
+ * What the worker runs: the bootstrap puts the server's `envworker` package first and starts it.
+ * First, a process that hashes strings at random (every `-I` one: it ignores PYTHONHASHSEED) runs
+ * itself again with PYTHONHASHSEED=0 as its whole environment and -s -B (-P from 3.11) instead of
+ * -I: environments that draw with `random.choice(list(a_set_of_strings))` (five of reasoning-gym's)
+ * then give the same task for the same seed in every worker, and a restarted worker scores an
+ * episode's item as the one that drew it.
+ */
+const MAIN = (src: string) => `import sys; sys.path.insert(0, ${JSON.stringify(src)}); import envworker.worker as w; w.main()`;
+const BOOT = (src: string) =>
+  [
+    "import os, sys",
+    `if sys.flags.hash_randomization: os.execve(sys.executable, [sys.executable, "-s", "-B", *(["-P"] if sys.version_info >= (3, 11) else []), "-c", ${JSON.stringify(MAIN(src))}, *sys.argv[1:]], {"PYTHONHASHSEED": "0"})`,
+    MAIN(src),
+  ].join("\n");
 
 /**
  * The confinement profile of a worker for `target` (a file, a folder or a module name), as the
