@@ -46,7 +46,7 @@ export async function benchReasoningGym(): Promise<void> {
       return;
     }
   }
-  const ours = await startBenchServer({}, [`reasoning-gym:${DATASET}`]);
+  const ours = await startBenchServer({}, { envs: [`reasoning-gym:${DATASET}`] });
   const theirs = await startOpenEnv(python);
   try {
     const name = `rg-${DATASET.replaceAll("_", "-")}`;
