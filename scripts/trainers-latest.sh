@@ -8,19 +8,19 @@
 #   npm run test:trainers-latest          (or: bash scripts/trainers-latest.sh)
 #
 # Two venvs, as the pinned ones: verifiers' newest (mcp 2) cannot share one with openenv's newest
-# (fastmcp 3, mcp 1). Each is rebuilt once a day, under ${ENVWORKER_CACHE:-~/.cache/envworker}/
-# trainers-latest-<group>-<date> (the torch one downloads about 3 GB). Each venv's
+# (fastmcp 3, mcp 1). Each is rebuilt once a day, under $venv_root/trainers-latest-<group>-<date>
+# (scripts/venv-home.sh) (the torch one downloads about 3 GB). Each venv's
 # envworker-trainers.txt names its packages, so a test whose package is missing fails, not skips.
 # The versions it ran with are printed at the end: docs/trainers.md records them per row.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-root=${ENVWORKER_CACHE:-$HOME/.cache/envworker}
+source scripts/venv-home.sh
+root=$venv_root
 day=$(date -u +%Y%m%d)
-mkdir -p "$root"
 
 # group name, then its packages (PyPI names, unpinned)
 groups=(
-  "main|trl torch openenv ors-sdk openreward skyrl-gym openpipe-art uv"
+  "main|trl torch openenv ors-sdk openreward skyrl-gym openpipe-art uv reasoning-gym"
   "verifiers|verifiers uv"
 )
 
@@ -31,7 +31,7 @@ build() {
   if [ ! -f "$venv/.complete" ]; then
     echo "trainers-latest: creating $venv with the newest $packages" >&2
     rm -rf "$venv"
-    python3 -m venv "$venv" >&2
+    "$venv_base" -m venv "$venv" >&2
     "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade pip >&2
     # shellcheck disable=SC2086
     "$venv/bin/pip" install --quiet --disable-pip-version-check $packages >&2 || { echo "trainers-latest: pip could not install the newest $packages" >&2; exit 1; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Python venv with real trainer packages, created once per machine and cached under
-# ${ENVWORKER_CACHE:-~/.cache/envworker}/trainers-venv-<hash of the requirements>: a warm run installs
-# nothing. Prints the venv's python on stdout (progress goes to stderr).
+# $venv_root/trainers-venv-<hash of the requirements and the base Python> (scripts/venv-home.sh:
+# /var/cache/envworker when run as root, where the Python environment workers must read it, else
+# ~/.cache/envworker): a warm run installs nothing. Prints the venv's python on stdout (progress goes to stderr).
 #
 #   scripts/trainers-venv.sh [REQUIREMENTS]    default clients/python/requirements-trainers.txt
 #                                              (verifiers 0.3.1, openenv-core, trl, torch, ORS, ...);
@@ -16,17 +17,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 req=${1:-clients/python/requirements-trainers.txt}
 [ -f "$req" ] || { echo "trainers venv: no requirements file $req" >&2; exit 2; }
-key=$(sha256sum "$req" | cut -c1-16)
-root=${ENVWORKER_CACHE:-$HOME/.cache/envworker}
-venv=$root/trainers-venv-$key
-mkdir -p "$root"
+source scripts/venv-home.sh
+key=$( (cat "$req"; echo "base: $venv_base") | sha256sum | cut -c1-16)
+venv=$venv_root/trainers-venv-$key
 # One builder at a time; a venv without its .complete mark (an interrupted build) is rebuilt.
 exec 9>"$venv.lock"
 flock 9
 if [ ! -f "$venv/.complete" ]; then
   echo "trainers venv: creating $venv from $req (a one-time download from PyPI; the torch one is about 3 GB)" >&2
   rm -rf "$venv"
-  python3 -m venv "$venv" >&2
+  "$venv_base" -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req" >&2
   "$venv/bin/pip" check >&2
   sed -n 's/^# direct:[[:space:]]*//p' "$req" | tr ' ' '\n' | sed '/^$/d' > "$venv/envworker-trainers.txt"
