@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { scaffoldPython } from "../src/cli/init.ts";
 import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { SERVER_NODE_FLAGS } from "./helpers/serve-process.ts";
+import { makeOwnPackage } from "./helpers/own-package.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const dir = mkdtempSync(join(tmpdir(), "envworker-init-python-"));
@@ -23,7 +24,7 @@ describe("envworker init --python", () => {
 
   it("writes the package", () => {
     const files = scaffoldPython("guess-py", pkg, join(ROOT, "clients", "python"));
-    expect(files.sort()).toEqual([".gitignore", "README.md", "guess_py/__init__.py", "guess_py/env.py", "pyproject.toml", "tests/__init__.py", "tests/test_env.py"]);
+    expect(files.sort()).toEqual([".gitignore", "README.md", "guess_py/__init__.py", "guess_py/env.py", "package.json", "pyproject.toml", "tests/__init__.py", "tests/test_env.py"]);
     expect(() => scaffoldPython("Bad_Name", join(dir, "x"))).toThrow(/kebab-case/);
     expect(() => scaffoldPython("guess-py", pkg)).toThrow(/not empty/);
   });
@@ -40,5 +41,20 @@ describe("envworker init --python", () => {
     expect(out).toMatch(/PASS guess-py/);
     expect(out).toMatch(/POST \/score of the played completion gives the episode's reward/);
     expect(out).not.toMatch(/FAIL/);
+  }, 300_000);
+
+  it("from its own directory, installed as npm install links it, `npx envworker validate .` and `npx envworker validate` pass (its README's commands)", async () => {
+    // Before it had a package.json, `npx envworker` there asked npm's registry: 404.
+    const own = await makeOwnPackage("my-py", { python: true });
+    try {
+      for (const args of [["validate", "."], ["validate"]]) {
+        const out = await own.run(args, WORKER_PYTHON);
+        expect(out.code, out.stderr).toBe(0);
+        expect(out.stdout).toMatch(/PASS my-py/);
+        expect(out.stdout).not.toMatch(/FAIL/);
+      }
+    } finally {
+      own.remove();
+    }
   }, 300_000);
 });

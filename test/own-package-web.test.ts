@@ -1,6 +1,6 @@
 /**
- * The playground and the results viewer of a package made by `envworker init` outside the
- * checkout, each started from the package's own directory as its user starts them
+ * The playground and the results viewer of a package made by `envworker init` (and the playground
+ * of one made by `envworker init --python`) outside the checkout, each started from the package's own directory as its user starts them
  * (`npx envworker serve`, `npx envworker eval -s`, `npx envworker view`), in a real browser.
  * Both answered 500 there ("React is not defined"): the JSX settings came from the tsconfig of
  * the directory the command ran in.
@@ -12,14 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI, type FakeOpenAI } from "./fixtures/fake-openai.ts";
 import { launchBrowser, openPage, screenshot } from "./helpers/browser.ts";
 import { makeOwnPackage, type LiveCommand, type OwnPackage } from "./helpers/own-package.ts";
+import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 
 let pkg: OwnPackage;
+let pythonPkg: OwnPackage;
 let browser: Browser;
 let fake: FakeOpenAI;
 const running: LiveCommand[] = [];
 
 beforeAll(async () => {
   pkg = await makeOwnPackage("my-env");
+  pythonPkg = await makeOwnPackage("my-py", { python: true });
   browser = await launchBrowser();
   fake = await startFakeOpenAI(() => ({ message: { content: "<guess>50</guess>" } }));
 }, 120_000);
@@ -29,6 +32,7 @@ afterAll(async () => {
   await browser?.close();
   await fake?.close();
   pkg?.remove();
+  pythonPkg?.remove();
 });
 
 describe("a package made by envworker init, commands run from its directory", { timeout: 120_000 }, () => {
@@ -51,6 +55,29 @@ describe("a package made by envworker init, commands run from its directory", { 
     await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
     expect(await page.locator('.msg[data-role="user"] .content').last().textContent()).toBe("Correct!");
     await screenshot(page, "own-package-playground");
+    expect(problems).toEqual([]);
+    expect(serve.stderr()).not.toMatch(/error/i);
+  });
+
+  it("serve in a package made by init --python: the playground lists its Python environment and plays an episode", async () => {
+    // No argument: the package.json init wrote names the package ("environments": ["."]).
+    const serve = pythonPkg.spawn(["serve", "--port", "0"], WORKER_PYTHON);
+    running.push(serve);
+    const url = (await serve.waitFor(/serving \d+ environment\(s\) on (http:\/\/\S+)/))[1]!;
+    const { page, problems } = await openPage(browser);
+    const list = await page.goto(`${url}/web`);
+    expect(list?.status()).toBe(200);
+    await page.getByRole("link", { name: "my-py" }).click();
+    await page.waitForURL(/\/web\/my-py$/);
+    await page.getByLabel("seed").fill("7");
+    await page.getByRole("button", { name: "Reset" }).click();
+    const reply = page.getByLabel("Your reply as the assistant");
+    await reply.waitFor();
+    // Python's random.Random(7).randint(1, 100) is 42, as the TypeScript game's: one guess wins.
+    await reply.fill("<guess>42</guess>");
+    await page.getByRole("button", { name: "Step" }).click();
+    await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
+    await screenshot(page, "own-package-python-playground");
     expect(problems).toEqual([]);
     expect(serve.stderr()).not.toMatch(/error/i);
   });

@@ -35,9 +35,11 @@ Then:
 
 --python: a Python environment package instead (Node only), from templates/python-env: NAME_/env.py
 (the same game, envworker's Python authoring API), tests/test_env.py (unittest; pytest runs it too),
-README.md, pyproject.toml. Then:
+README.md, pyproject.toml, and a package.json that installs the envworker server (depending on envworker
+as above). Then:
 
-  cd NAME && pip install CLIENT     # the envworker Python package (init prints CLIENT), for the tests
+  cd NAME && npm install            # the envworker server that serves it
+  pip install CLIENT                # the envworker Python package (init prints CLIENT), for the tests
   python -m unittest                # unit tests
   npx envworker validate .          # serves it (a Python worker per thread) and plays an episode`;
 
@@ -103,18 +105,22 @@ function writeTemplate(name: string, dir: string, target: string, text: (rel: st
   return written;
 }
 
+/**
+ * A template's file with envworker's version in it; its package.json depending on envworker by
+ * `dependency`, whose install script is allowed under the key npm matches it by.
+ */
+function withDependency(rel: string, content: string, dependency: string): string {
+  const text = content.replaceAll("__ENVWORKER_VERSION__", envworkerVersion());
+  if (rel !== "package.json") return text;
+  const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
+  pkg.dependencies.envworker = dependency;
+  const { envworker: allowed, ...others } = pkg.allowScripts;
+  pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
+  return `${JSON.stringify(pkg, null, 2)}\n`;
+}
+
 export function scaffold(name: string, target: string, dependency = dependencySpec()): string[] {
-  const version = envworkerVersion();
-  return writeTemplate(name, templateDir(), target, (rel, content) => {
-    const text = content.replaceAll("__ENVWORKER_VERSION__", version);
-    if (rel !== "package.json") return text;
-    const pkg = JSON.parse(text) as { dependencies: Record<string, string>; allowScripts: Record<string, boolean> };
-    pkg.dependencies.envworker = dependency;
-    // envworker's install script (an optional native helper), allowed under the key npm matches it by.
-    const { envworker: allowed, ...others } = pkg.allowScripts;
-    pkg.allowScripts = { [allowScriptsKey(dependency)]: allowed ?? true, ...others };
-    return `${JSON.stringify(pkg, null, 2)}\n`;
-  });
+  return writeTemplate(name, templateDir(), target, (rel, content) => withDependency(rel, content, dependency));
 }
 
 /** What `pip install` takes for envworker's Python package: this checkout's (or package's) clients/python, else the name. */
@@ -126,13 +132,18 @@ export function pythonClientSpec(root: string | undefined = envworkerRoot()): st
  * `envworker init --python NAME`: templates/python-env with NAME, its module name (NAME with
  * underscores: the package folder, `__MODULE__`) and the envworker Python package to install.
  */
-export function scaffoldPython(name: string, target: string, client = pythonClientSpec()): string[] {
+/**
+ * Its package.json installs the envworker server that serves it (`npm install`, then `npx envworker
+ * serve .` in the package's directory), by `dependency` as for a TypeScript package: without it,
+ * `npx envworker` there asked npm's registry, which answers 404.
+ */
+export function scaffoldPython(name: string, target: string, client = pythonClientSpec(), dependency = dependencySpec()): string[] {
   const module = name.replaceAll("-", "_");
   return writeTemplate(
     name,
     templateDir("python-env"),
     target,
-    (_rel, content) => content.replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client),
+    (rel, content) => withDependency(rel, content.replaceAll("__MODULE__", module).replaceAll("__ENVWORKER_CLIENT__", client), dependency),
     (rel) => rel.replaceAll("__MODULE__", module),
   );
 }
@@ -189,7 +200,7 @@ function initPython(name: string, target: string): number {
     return 2;
   }
   const shown = relative(process.cwd(), target) || ".";
-  const steps = [`cd ${shown}`, `pip install ${client}   # envworker's Python package, for the tests`, "python -m unittest", "npx envworker validate .", "npx envworker serve ."];
+  const steps = [`cd ${shown}`, "npm install                  # the envworker server that serves it", `pip install ${client}   # envworker's Python package, for the tests`, "python -m unittest", "npx envworker validate .", "npx envworker serve ."];
   console.log(`created ${shown}/: ${files.join(", ")}\n\nnext:\n${steps.map((s) => `  ${s}`).join("\n")}`);
   return 0;
 }

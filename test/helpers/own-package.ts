@@ -84,14 +84,17 @@ export function liveCommand(child: ChildProcess): LiveCommand {
   };
 }
 
-/** `envworker init NAME` in a new temporary folder, installed as `npm install` would link it. */
-export async function makeOwnPackage(name = "my-env"): Promise<OwnPackage> {
+/**
+ * `envworker init NAME` (`python`: `init --python NAME`) in a new temporary folder, installed as
+ * `npm install` would link it.
+ */
+export async function makeOwnPackage(name = "my-env", opts: { python?: boolean } = {}): Promise<OwnPackage> {
   const tmp = mkdtempSync(join(tmpdir(), "envworker-own-"));
   // As a home folder is (mkdtemp makes 0700): sandbox processes, a user of their own under root, reach through it.
   chmodSync(tmp, 0o755);
   const dir = join(tmp, name);
   await new Promise<void>((res, rej) =>
-    execFile(process.execPath, [join(ROOT, "bin/envworker.js"), "init", name], { cwd: tmp, env: cleanEnv() }, (err) => (err ? rej(err) : res())),
+    execFile(process.execPath, [join(ROOT, "bin/envworker.js"), "init", ...(opts.python ? ["--python"] : []), name], { cwd: tmp, env: cleanEnv() }, (err) => (err ? rej(err) : res())),
   );
   mkdirSync(join(dir, "node_modules", ".bin"), { recursive: true });
   symlinkSync(ROOT, join(dir, "node_modules", "envworker"));
