@@ -33,9 +33,10 @@ class EnvworkerServer:
     """``node bin/envworker.js serve --port 0`` from the repository root, in its own process
     group; :meth:`stop` ends that group (the CLI may re-execute itself as a child)."""
 
-    def __init__(self, *envs: str, extra_env: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, *envs: str, extra_env: Optional[Dict[str, str]] = None, start_timeout: float = START_TIMEOUT_S) -> None:
         self.envs = envs
         self.extra_env = extra_env or {}
+        self.start_timeout = start_timeout
         self.url = ""
         self.proc: Optional[subprocess.Popen[str]] = None
         self._stdout: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -68,12 +69,12 @@ class EnvworkerServer:
         )
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._stdout.put), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.proc.stderr, self._stderr.append), daemon=True).start()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.stop()
-                raise RuntimeError(f"envworker did not print its URL within {START_TIMEOUT_S} s:\n{self.stderr()}")
+                raise RuntimeError(f"envworker did not print its URL within {self.start_timeout} s:\n{self.stderr()}")
             try:
                 line = self._stdout.get(timeout=min(remaining, 0.5))
             except queue.Empty:
@@ -123,6 +124,71 @@ class EnvworkerServer:
                     stream.close()  # type: ignore[union-attr]
                 except Exception:
                     pass
+
+
+# -- the interpreter of the server's Python environment workers (src/python/settings.ts) ---------
+
+
+def others_can_read(path: str) -> bool:
+    """Whether a user of its own (a Python worker's, when the server runs as root) can read
+    ``path``: the file (and what its symlinks point to) and every folder above it."""
+    for p in {os.path.abspath(path), os.path.realpath(path)}:
+        try:
+            if not os.stat(p).st_mode & 0o004:
+                return False
+            d = os.path.dirname(p)
+            while d != "/":
+                if not os.stat(d).st_mode & 0o001:
+                    return False
+                d = os.path.dirname(d)
+        except OSError:
+            return False
+    return True
+
+
+def python_workers_env() -> Dict[str, str]:
+    """What to add to the server's environment so its Python workers run on an interpreter they can
+    read: as root, ``ENVWORKER_PYTHON=python3`` (the first one on PATH the workers' user can read;
+    CI's trainer venv is under $HOME, which they cannot) unless ENVWORKER_PYTHON is already a
+    path they can read (a venv under /var/cache). Otherwise nothing (as test/helpers/python-workers.ts)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return {}
+    given = os.environ.get("ENVWORKER_PYTHON", "")
+    if "/" in given and others_can_read(given):
+        return {}
+    return {"ENVWORKER_PYTHON": "python3"}
+
+
+def worker_interpreter(extra_env: Dict[str, str]) -> Optional[str]:
+    """The interpreter the server will run its Python workers on, given ``extra_env``: as
+    src/python/settings.ts picks it (ENVWORKER_PYTHON, default python3; a name is looked up on
+    PATH, passing over, as root, the ones the workers' user cannot read). None when there is none."""
+    name = extra_env.get("ENVWORKER_PYTHON") or os.environ.get("ENVWORKER_PYTHON") or "python3"
+    if "/" in name:
+        return name if os.path.exists(name) else None
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        candidate = os.path.join(folder, name)
+        if not os.path.exists(candidate):
+            continue
+        try:
+            out = subprocess.run([candidate, "-I", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True, timeout=60, env={"PATH": os.environ.get("PATH", "")})
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        executable = out.stdout.strip()
+        if out.returncode == 0 and executable and (not root or others_can_read(executable)):
+            return executable
+    return None
+
+
+def interpreter_imports(python: Optional[str], module: str) -> bool:
+    """Whether ``python`` (isolated, as a worker's user would: no user site-packages) imports ``module``."""
+    if python is None:
+        return False
+    try:
+        return subprocess.run([python, "-I", "-c", f"import {module}"], stdin=subprocess.DEVNULL, capture_output=True, timeout=180).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 # -- gold answers, from the prompts (as test/helpers/oracles.ts) ---------------------------------
