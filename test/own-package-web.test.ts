@@ -35,7 +35,9 @@ afterAll(async () => {
   pythonPkg?.remove();
 });
 
-describe("a package made by envworker init, commands run from its directory", { timeout: 120_000 }, () => {
+// Generous: at load ~15 (two copies of the suite at once) the Python package's first reset, which
+// starts its environment threads' Python workers, took more than 30 s in both copies.
+describe("a package made by envworker init, commands run from its directory", { timeout: 300_000 }, () => {
   it("serve: the playground lists the package's environment and plays an episode", async () => {
     const serve = pkg.spawn(["serve", "--port", "0"]);
     running.push(serve);
@@ -48,7 +50,7 @@ describe("a package made by envworker init, commands run from its directory", { 
     await page.getByLabel("seed").fill("7");
     await page.getByRole("button", { name: "Reset" }).click();
     const reply = page.getByLabel("Your reply as the assistant");
-    await reply.waitFor();
+    await reply.waitFor({ timeout: 120_000 });
     // Seed 7's secret is 42 (the scaffold's README): one guess wins, solved 1 + efficiency 0.5.
     await reply.fill("<guess>42</guess>");
     await page.getByRole("button", { name: "Step" }).click();
@@ -72,7 +74,7 @@ describe("a package made by envworker init, commands run from its directory", { 
     await page.getByLabel("seed").fill("7");
     await page.getByRole("button", { name: "Reset" }).click();
     const reply = page.getByLabel("Your reply as the assistant");
-    await reply.waitFor();
+    await reply.waitFor({ timeout: 120_000 });
     // Python's random.Random(7).randint(1, 100) is 42, as the TypeScript game's: one guess wins.
     await reply.fill("<guess>42</guess>");
     await page.getByRole("button", { name: "Step" }).click();

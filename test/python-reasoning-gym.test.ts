@@ -34,7 +34,8 @@ async function post(path: string, body: unknown): Promise<{ status: number; json
   return { status: res.status, json: await res.json() };
 }
 
-describe.skipIf(!available)("reasoning-gym served as envworker environments", () => {
+// 300 s a test: at load ~15 (two copies of the suite at once) playing four datasets' episodes took more than 90 s.
+describe.skipIf(!available)("reasoning-gym served as envworker environments", { timeout: 300_000 }, () => {
   beforeAll(async () => {
     server = await spawnServe(["--port", "0", `reasoning-gym:${DATASETS.join(",")}`]);
   }, 300_000);

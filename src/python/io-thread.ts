@@ -5,8 +5,10 @@
  * call synchronously (Atomics.wait) without anyone else waiting on it: the process's pipes, its
  * deadlines and its restarts are served here whatever that thread does.
  *
- * - Every call has a deadline (settings.timeoutMs); time a call spends waiting for a sandbox run
- *   (the server runs it, see link.ts) does not count. Past it the call fails (EXECUTION_ERROR,
+ * - Every call has a deadline (settings.timeoutMs) on the run clock (src/sandbox/run-delay.ts): time
+ *   the process waited for a CPU does not count, nor does time a call spends waiting for a sandbox
+ *   run (the server runs it, see link.ts); its wall time stretches to stretchCapMs at most. (On the
+ *   wall clock, two copies of the test suite at once made 2 s calls that print 16 MB time out.) Past it the call fails (EXECUTION_ERROR,
  *   reason TIMEOUT) and the process is killed; the other calls it held are sent again to the next
  *   one (a call is a function of its inputs), at most MAX_ATTEMPTS times each.
  * - A process that dies (a crash, its memory limit) costs the calls it held the same way: sent
@@ -20,6 +22,9 @@
 import type { ChildProcess } from "node:child_process";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { launchConfined } from "../sandbox/confine.ts";
+import { stretchCapMs, type DelayProbe } from "../sandbox/deadline.ts";
+import { leafProcess } from "../sandbox/process-memory.ts";
+import { delayProbe } from "../sandbox/run-delay.ts";
 import { workerProfile, type PythonSettings } from "./settings.ts";
 import type { FromIo, PySpec, ToIo, CallFailure } from "./protocol.ts";
 
@@ -47,9 +52,14 @@ interface Call {
   method: string;
   params: unknown;
   attempts: number;
-  /** Computing time left (ms); the clock stops while it waits for sandbox runs. */
+  /** Computing time left (ms); the clock stops while it waits for sandbox runs or for a CPU. */
   leftMs: number;
   startedAt: number;
+  /** Its process's waits for a CPU when the clock last started (ms). */
+  waitedAt: number;
+  /** When its wall time is up whatever the clock says (the stretch cap; moved on by its pauses). */
+  capAt: number;
+  pausedAt: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Sandbox runs it waits for. */
   waiting: number;
@@ -63,6 +73,20 @@ interface Proc {
   ready: Promise<PySpec[]>;
   dead: boolean;
   stderrTail: string;
+  /** Its waits for a CPU (the run clock), opened at its first call. */
+  waited: DelayProbe | undefined;
+}
+
+/** Milliseconds process `p` has waited for a CPU so far (0 where that cannot be read). */
+function waitedMs(p: Proc | undefined): number {
+  if (!p?.child?.pid) return 0;
+  p.waited ??= delayProbe(`/proc/${leafProcess(p.child.pid)}/schedstat`);
+  return p.waited();
+}
+
+/** The call's computing time since its clock last started: wall time less its process's waits. */
+function ranMs(call: Call): number {
+  return performance.now() - call.startedAt - Math.max(0, waitedMs(call.proc) - call.waitedAt);
 }
 
 const calls = new Map<number, Call>();
@@ -119,6 +143,7 @@ function passStderr(chunk: Buffer, p: Proc): void {
 function kill(p: Proc): void {
   if (p.dead) return;
   p.dead = true;
+  p.waited?.close();
   try {
     p.child.kill("SIGKILL");
   } catch {
@@ -148,7 +173,7 @@ function startProcess(): Proc {
     rejectReady = rej;
   });
   ready.catch(() => {});
-  const p: Proc = { child: undefined as unknown as ChildProcess, ready, dead: false, stderrTail: "" };
+  const p: Proc = { child: undefined as unknown as ChildProcess, ready, dead: false, stderrTail: "", waited: undefined };
   const startTimer = setTimeout(() => {
     rejectReady(new Error(`the Python worker for ${target} did not start within ${settings.startTimeoutMs / 1000} s (ENVWORKER_PYTHON_START_TIMEOUT_S)`));
     kill(p);
@@ -247,12 +272,22 @@ function receive(p: Proc, line: Buffer, resolveReady: (s: PySpec[]) => void, rej
 function pause(call: Call): void {
   if (call.timer) clearTimeout(call.timer);
   call.timer = undefined;
-  call.leftMs -= performance.now() - call.startedAt;
+  call.leftMs -= ranMs(call);
+  call.pausedAt = performance.now();
 }
 
 function resume(call: Call): void {
-  call.startedAt = performance.now();
-  call.timer = setTimeout(() => timedOut(call), Math.max(0, call.leftMs));
+  const now = performance.now();
+  if (call.pausedAt > 0) call.capAt += now - call.pausedAt;
+  call.pausedAt = 0;
+  call.startedAt = now;
+  call.waitedAt = waitedMs(call.proc);
+  const check = () => {
+    const left = Math.min(call.leftMs - ranMs(call), call.capAt - performance.now());
+    if (left > 0) call.timer = setTimeout(check, left);
+    else timedOut(call);
+  };
+  call.timer = setTimeout(check, Math.max(0, call.leftMs));
 }
 
 function timedOut(call: Call): void {
@@ -281,6 +316,8 @@ async function send(call: Call): Promise<void> {
   call.proc = p;
   call.leftMs = settings.timeoutMs;
   call.waiting = 0;
+  call.capAt = performance.now() + stretchCapMs(settings.timeoutMs);
+  call.pausedAt = 0;
   resume(call);
   p.child.stdin!.write(JSON.stringify({ t: "call", id: call.id, method: call.method, params: call.params }) + "\n");
 }
@@ -288,7 +325,7 @@ async function send(call: Call): Promise<void> {
 function handle(msg: ToIo): void {
   switch (msg.t) {
     case "call": {
-      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, timer: undefined, waiting: 0, proc: undefined, forgotten: false };
+      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, waitedAt: 0, capAt: 0, pausedAt: 0, timer: undefined, waiting: 0, proc: undefined, forgotten: false };
       calls.set(call.id, call);
       idleLater();
       void send(call);
