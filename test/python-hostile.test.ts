@@ -17,6 +17,10 @@ beforeAll(async () => {
   server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py", "--port", "0"], {
     ...WORKER_PYTHON,
     ENVWORKER_PYTHON_TIMEOUT_S: "2",
+    // The Python call's deadline is what these tests check. It is on the run clock (it stretches
+    // while the worker waits for a CPU); the environment call's own deadline around it counts the
+    // thread's wait for the worker, so on a loaded machine (two copies of the suite) it came first: 504.
+    ENVWORKER_ENV_TIMEOUT_S: "120",
     ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
   });
   // Every thread's workers started and the data read: the probes below measure serving, not start-up.
