@@ -16,8 +16,7 @@ let server: ServeProcess;
 beforeAll(async () => {
   server = await spawnServe(["reverse-text", "./envs/reverse-text/env.py", "./test/fixtures/python/hostile_env.py", "--port", "0"], {
     ...WORKER_PYTHON,
-    // 5 s: a flood of 16 MB through the worker's pipes once passed 2 s in CI (idle, three test files beside it).
-    ENVWORKER_PYTHON_TIMEOUT_S: "5",
+    ENVWORKER_PYTHON_TIMEOUT_S: "2",
     // The Python call's deadline is what these tests check. It is on the run clock (it stretches
     // while the worker waits for a CPU); the environment call's own deadline around it counts the
     // thread's wait for the worker, so on a loaded machine (two copies of the suite) it came first: 504.
