@@ -124,7 +124,7 @@ describe("hostile Python environments", () => {
     expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(200);
     expect(failures).toEqual([]);
     expect(slowestMs).toBeLessThan(1500 * cpuSlowdown());
-    // 16 MB written by the environment; the server's log gets its 32 KiB a minute and a count.
+    // 4 MB written by the environment; the server's log gets its 32 KiB a minute and a count.
     expect(server.stderr().length + server.stdout().length).toBeLessThan(256 * 1024);
   }, 120_000);
 
