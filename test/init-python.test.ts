@@ -4,7 +4,7 @@
  * equal to the episode's reward), as its README says to run them.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -27,6 +27,15 @@ describe("envworker init --python", () => {
     expect(files.sort()).toEqual([".gitignore", "README.md", "guess_py/__init__.py", "guess_py/env.py", "package.json", "pyproject.toml", "tests/__init__.py", "tests/test_env.py"]);
     expect(() => scaffoldPython("Bad_Name", join(dir, "x"))).toThrow(/kebab-case/);
     expect(() => scaffoldPython("guess-py", pkg)).toThrow(/not empty/);
+  });
+
+  it("its package.json installs envworker by the dependency given (--dependency), its install script allowed", () => {
+    const other = join(dir, "by-tarball");
+    scaffoldPython("by-tarball", other, join(ROOT, "clients", "python"), "file:../envworker-0.1.0.tgz");
+    const written = JSON.parse(readFileSync(join(other, "package.json"), "utf8"));
+    expect(written.dependencies).toEqual({ envworker: "file:../envworker-0.1.0.tgz" });
+    expect(written.allowScripts["file:../envworker-0.1.0.tgz"]).toBe(true);
+    expect(written.envworker).toEqual({ environments: ["."] });
   });
 
   it("its unit tests pass with python -m unittest", () => {

@@ -37,51 +37,41 @@ afterAll(async () => {
 
 // Generous: at load ~15 (two copies of the suite at once) the Python package's first reset, which
 // starts its environment threads' Python workers, took more than 30 s in both copies.
+/**
+ * `serve` in a package (both templates are the number game): the playground lists environment
+ * `name`, and seed 7's secret, 42, wins in one guess: solved 1 + efficiency 0.5. Returns the page.
+ */
+async function playGuessGame(serve: LiveCommand, name: string, shot: string) {
+  running.push(serve);
+  const url = (await serve.waitFor(/serving \d+ environment\(s\) on (http:\/\/\S+)/))[1]!;
+  const { page, problems } = await openPage(browser);
+  const list = await page.goto(`${url}/web`);
+  expect(list?.status()).toBe(200);
+  await page.getByRole("link", { name }).click();
+  await page.waitForURL(new RegExp(`/web/${name}$`));
+  await page.getByLabel("seed").fill("7");
+  await page.getByRole("button", { name: "Reset" }).click();
+  const reply = page.getByLabel("Your reply as the assistant");
+  await reply.waitFor({ timeout: 120_000 });
+  await reply.fill("<guess>42</guess>");
+  await page.getByRole("button", { name: "Step" }).click();
+  await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
+  await screenshot(page, shot);
+  expect(problems).toEqual([]);
+  expect(serve.stderr()).not.toMatch(/error/i);
+  return page;
+}
+
 describe("a package made by envworker init, commands run from its directory", { timeout: 300_000 }, () => {
   it("serve: the playground lists the package's environment and plays an episode", async () => {
-    const serve = pkg.spawn(["serve", "--port", "0"]);
-    running.push(serve);
-    const url = (await serve.waitFor(/serving \d+ environment\(s\) on (http:\/\/\S+)/))[1]!;
-    const { page, problems } = await openPage(browser);
-    const list = await page.goto(`${url}/web`);
-    expect(list?.status()).toBe(200);
-    await page.getByRole("link", { name: "my-env" }).click();
-    await page.waitForURL(/\/web\/my-env$/);
-    await page.getByLabel("seed").fill("7");
-    await page.getByRole("button", { name: "Reset" }).click();
-    const reply = page.getByLabel("Your reply as the assistant");
-    await reply.waitFor({ timeout: 120_000 });
-    // Seed 7's secret is 42 (the scaffold's README): one guess wins, solved 1 + efficiency 0.5.
-    await reply.fill("<guess>42</guess>");
-    await page.getByRole("button", { name: "Step" }).click();
-    await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
+    const page = await playGuessGame(pkg.spawn(["serve", "--port", "0"]), "my-env", "own-package-playground");
     expect(await page.locator('.msg[data-role="user"] .content').last().textContent()).toBe("Correct!");
-    await screenshot(page, "own-package-playground");
-    expect(problems).toEqual([]);
-    expect(serve.stderr()).not.toMatch(/error/i);
   });
 
   it("serve in a package made by init --python: the playground lists its Python environment and plays an episode", async () => {
     // No argument: the package.json init wrote names the package ("environments": ["."]).
-    const serve = pythonPkg.spawn(["serve", "--port", "0"], WORKER_PYTHON);
-    running.push(serve);
-    const url = (await serve.waitFor(/serving \d+ environment\(s\) on (http:\/\/\S+)/))[1]!;
-    const { page, problems } = await openPage(browser);
-    const list = await page.goto(`${url}/web`);
-    expect(list?.status()).toBe(200);
-    await page.getByRole("link", { name: "my-py" }).click();
-    await page.waitForURL(/\/web\/my-py$/);
-    await page.getByLabel("seed").fill("7");
-    await page.getByRole("button", { name: "Reset" }).click();
-    const reply = page.getByLabel("Your reply as the assistant");
-    await reply.waitFor({ timeout: 120_000 });
-    // Python's random.Random(7).randint(1, 100) is 42, as the TypeScript game's: one guess wins.
-    await reply.fill("<guess>42</guess>");
-    await page.getByRole("button", { name: "Step" }).click();
-    await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);
-    await screenshot(page, "own-package-python-playground");
-    expect(problems).toEqual([]);
-    expect(serve.stderr()).not.toMatch(/error/i);
+    // Python's random.Random(7).randint(1, 100) is 42, as the TypeScript game's.
+    await playGuessGame(pythonPkg.spawn(["serve", "--port", "0"], WORKER_PYTHON), "my-py", "own-package-python-playground");
   });
 
   it("eval -s then view: the viewer shows the saved run", async () => {

@@ -25,6 +25,7 @@ import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/qui
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
+import { processesBelow } from "./helpers/processes.ts";
 
 const REPO_FILE = resolve(import.meta.dirname, "../package.json");
 /** A native addon of a package no host loads (bufferutil's prebuilt one for this machine), when there is one. */
@@ -383,22 +384,8 @@ describe("the real hosts are confined", () => {
 
   /** Processes below this one whose command line names `entry` (run by `program`). */
   function hostProcesses(entry: string, program = "node"): number[] {
-    const parents = new Map<number, number>();
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-        parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-      } catch {
-        // Gone.
-      }
-    }
-    const below = (pid: number): boolean => {
-      for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true;
-      return false;
-    };
+    const parents = processesBelow();
     const found = [...parents.keys()].filter((pid) => {
-      if (!below(pid)) return false;
       try {
         const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
         return argv[0]?.includes(program) === true && argv.some((a) => a.endsWith(`/${entry}`));

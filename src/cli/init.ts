@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { envworkerRoot, envworkerVersion } from "./version.ts";
 
 export const INIT_USAGE = `usage: envworker init NAME [--dir DIR] [--dependency SPEC]
-       envworker init --python NAME [--dir DIR]
+       envworker init --python NAME [--dir DIR] [--dependency SPEC]
 
 Create a standalone environment package NAME (lower-case kebab-case: the environment's name) in
 DIR (default ./NAME, which must not exist or be empty): src/index.ts (a small multi-turn game),
@@ -171,7 +171,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   }
   const name = positionals[0]!;
   const target = resolve(values.dir ?? name);
-  if (values.python) return initPython(name, target);
+  if (values.python) return initPython(name, target, values.dependency ?? dependencySpec());
   const root = envworkerRoot();
   const dependency = values.dependency ?? dependencySpec(root);
   let files: string[];
@@ -190,11 +190,11 @@ export async function initCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-function initPython(name: string, target: string): number {
+function initPython(name: string, target: string, dependency: string): number {
   const client = pythonClientSpec();
   let files: string[];
   try {
-    files = scaffoldPython(name, target, client);
+    files = scaffoldPython(name, target, client, dependency);
   } catch (err) {
     console.error(`envworker init: ${(err as Error).message}`);
     return 2;
