@@ -291,11 +291,17 @@ describe("a web page cannot drive the server through its visitor's browser", () 
   });
 });
 
-/** The server's child processes that are sandbox hosts (bwrap or node; not esbuild's service). */
+/**
+ * The server's child processes that are sandbox hosts. Not esbuild's service, nor the one-shot that
+ * prepares QuickJS's compiled module, nor a child caught between its fork and its exec: it still
+ * shows the server's own command line then (a 5 ms sampler saw one, and counted it as a host).
+ */
 function sandboxProcesses(pid: number): string[] {
+  const server = readFileSync(`/proc/${pid}/cmdline`, "utf8");
   return childPids(pid).filter((c) => {
     try {
-      return !readFileSync(`/proc/${c}/cmdline`, "utf8").includes("esbuild");
+      const cmdline = readFileSync(`/proc/${c}/cmdline`, "utf8");
+      return cmdline !== server && !cmdline.includes("esbuild") && !/qjs_engine\.py\0prepare\0/.test(cmdline);
     } catch {
       return false; // gone meanwhile
     }

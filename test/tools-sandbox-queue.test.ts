@@ -111,3 +111,41 @@ describe.each(["isolated-vm", "quickjs"] as const)("tools on a shared sandbox: %
     expect(await shared.run("1 + 1")).toMatchObject({ ok: true, result: 2 });
   });
 });
+
+describe("a tool's clock, with a sandbox whose runs end late", () => {
+  it("counts runs that started together once, however late each ends (a busy machine's waits for a CPU)", async () => {
+    // Three runs start together and each runs 150 ms on the run clock, but they end 150, 500 and
+    // 850 ms later (waits for a CPU). Counted from their ends the spans stop overlapping (450 ms,
+    // past the tool's 300); counted from their starts they are one 150 ms span.
+    const late: Sandbox = {
+      kind: "quickjs",
+      run: async (_code, options = {}) => {
+        options.onStart?.();
+        const wallMs = Number(_code);
+        await new Promise((resolve) => setTimeout(resolve, wallMs));
+        return { ok: true, result: wallMs, logs: [], elapsedMs: 150 } as RunResult;
+      },
+      dispose: async () => {},
+    };
+    const three = defineTool({
+      name: "three",
+      description: "three runs at once",
+      parameters: z.object({}),
+      timeoutMs: 300,
+      run: async (_, ctx) => (await Promise.all(["150", "500", "850"].map((wall) => ctx.sandbox!.run(wall)))).map((r) => r.result).join(","),
+    });
+    expect(await callTool(three, {}, { sandbox: late })).toEqual({ ok: true, content: "150,500,850" });
+    // Runs one after another still count in full: 3 × 150 ms is past 300 ms.
+    const oneByOne = defineTool({
+      name: "oneByOne",
+      description: "three runs in turn",
+      parameters: z.object({}),
+      timeoutMs: 300,
+      run: async (_, ctx) => {
+        for (const wall of ["150", "150", "150"]) await ctx.sandbox!.run(wall);
+        return "done";
+      },
+    });
+    expect(await callTool(oneByOne, {}, { sandbox: late })).toEqual({ ok: false, content: "Error: oneByOne timed out after 300 ms" });
+  });
+});

@@ -58,8 +58,8 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
   let remaining = limitMs;
   let since = performance.now();
   let paused = 0;
-  /** The end of the last span charged (see charge). */
-  let chargedUntil = -Infinity;
+  /** The wall-clock spans charged so far, merged (see charge). */
+  const charged = new Spans();
   const fire = () => {
     timer = undefined;
     remaining = Infinity; // fired once, never again
@@ -86,14 +86,16 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
       remaining = Infinity;
     },
     /**
-     * While paused: counts a sandbox run that just ended, `ms` of run-clock time, as the span
-     * [now − ms, now]. Spans of runs that overlapped (a tool's concurrent runs) count once.
+     * While paused: counts a sandbox run that started at `startedAt` and ran `ms` on the run clock,
+     * as the span [startedAt, startedAt + ms]. Spans of runs that overlapped (a tool's concurrent
+     * runs) count once. Anchored at the run's start, not its end: on a busy machine a run's waits
+     * for a CPU push its end later by a different amount for each of several concurrent runs, and
+     * spans anchored at their ends then stopped overlapping (three 2 s runs at once cost a tool
+     * ~5 s at load ~15), while runs started together still start together.
      */
-    charge(ms: number) {
+    charge(ms: number, startedAt: number) {
       if (paused === 0 || remaining === Infinity) return;
-      const end = performance.now();
-      remaining -= Math.max(0, end - Math.max(end - ms, chargedUntil));
-      chargedUntil = Math.max(chargedUntil, end);
+      remaining -= charged.add(startedAt, startedAt + Math.max(0, ms));
     },
     /** Time left (while paused: exact). */
     remaining() {
@@ -103,6 +105,33 @@ function pausableTimer(limitMs: number, onExpire: () => void) {
 }
 
 type ToolClock = ReturnType<typeof pausableTimer>;
+
+/** A union of intervals on a line, kept merged: `add` returns how much of the new one was not in it yet. */
+class Spans {
+  /** Disjoint, sorted by start. */
+  private spans: [number, number][] = [];
+
+  add(from: number, to: number): number {
+    if (!(to > from)) return 0;
+    let covered = 0;
+    let start = from;
+    let end = to;
+    const kept: [number, number][] = [];
+    for (const [a, b] of this.spans) {
+      if (b < from || a > to) {
+        kept.push([a, b]);
+        continue;
+      }
+      covered += Math.min(b, to) - Math.max(a, from);
+      start = Math.min(start, a);
+      end = Math.max(end, b);
+    }
+    kept.push([start, end]);
+    kept.sort((x, y) => x[0] - y[0]);
+    this.spans = kept;
+    return to - from - covered;
+  }
+}
 
 /**
  * The tool's view of the sandbox: its runs are cancelled with the tool (time up, caller gone), and
@@ -130,10 +159,10 @@ function toolSandbox(sandbox: Sandbox, signal: AbortSignal, clock: ToolClock): S
         });
         // Stopped at the tool's remaining time: the tool's time is up (whatever the run measured).
         const toolTimeUp = timeoutMs === left && result.error?.name === "TimeoutError";
-        clock.charge(toolTimeUp ? Infinity : result.elapsedMs);
+        clock.charge(toolTimeUp ? Infinity : result.elapsedMs, startedAt ?? performance.now() - result.elapsedMs);
         return result;
       } catch (err) {
-        if (startedAt !== undefined) clock.charge(performance.now() - startedAt);
+        if (startedAt !== undefined) clock.charge(performance.now() - startedAt, startedAt);
         throw err;
       } finally {
         clock.resume();
