@@ -123,7 +123,7 @@ describe("a tool's clock, with a sandbox whose runs end late", () => {
         options.onStart?.();
         const wallMs = Number(_code);
         await new Promise((resolve) => setTimeout(resolve, wallMs));
-        return { ok: true, result: wallMs, logs: [], elapsedMs: 150 } as RunResult;
+        return { ok: true, result: wallMs, stdout: "", stderr: "", elapsedMs: 150 } satisfies RunResult;
       },
       dispose: async () => {},
     };
