@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDeadline, runDeadline, stretchCapMs, type DelayProbe } from "../src/sandbox/deadline.ts";
 import { createSandbox, type Sandbox } from "../src/sandbox/index.ts";
 import { createPythonSandbox } from "../src/sandbox/python.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
 import { delayProbe } from "../src/sandbox/run-delay.ts";
 
 /** A probe whose reading the test sets. */
@@ -168,4 +169,42 @@ describe.each(ENGINES)("$name: limits on the run clock", ({ create, work, n }) =
     // stopped up to one such wait early.
     expect(runaway.elapsedMs).toBeGreaterThan(timeoutMs * 0.5);
   }, 120_000);
+});
+
+/**
+ * The pool's watchdog (the backstop behind a zygote's own limit) on the run clock of a forking
+ * host: its child's waits for a CPU count from the child's birth. A run sent while the zygote had
+ * no spare child yet (right after another run) was served by a child whose waits until the
+ * watchdog's first look were lost: at load ~20 a 2 s QuickJS run was stopped as "replaced, output
+ * lost" before the zygote's own limit ended it with its output.
+ */
+// The Python zygote's host is watched by the same code (host-handles.ts, `forksPerRun`); its row
+// passed before the fix too (its spare is forked sooner), so the QuickJS row alone is kept.
+const FORKING: { name: string; create: (slackMs: number) => Sandbox; runaway: string }[] = [
+  { name: "QuickJS zygote", create: (watchdogSlackMs) => createQuickJSProcessSandbox({ maxConcurrency: 1, watchdogSlackMs }), runaway: "for (;;) {}" },
+];
+
+describe.each(FORKING)("$name: the watchdog counts its child's waits", ({ create, runaway }) => {
+  let sandbox: Sandbox;
+  beforeAll(async () => {
+    // A slack of a second: the zygote's own limit (and its grace to report) ends a runaway run well
+    // within it on its run clock; a busy machine's waits are several times that.
+    sandbox = create(1000);
+    await sandbox.run("0");
+  }, 120_000);
+  afterAll(() => sandbox.dispose());
+
+  it("runaway runs back to back on a busy machine end at their own limit, with their output", async () => {
+    const timeoutMs = 1000;
+    const results = await busyWhile(async () => {
+      const out = [];
+      // Back to back: the second is sent as the first's answer arrives, before the zygote has a spare.
+      for (let i = 0; i < 2; i++) out.push(await sandbox.run(runaway, { timeoutMs }));
+      return out;
+    });
+    for (const r of results) {
+      expect(r.error?.name, JSON.stringify(r).slice(0, 300)).toBe("TimeoutError");
+      expect(r.error?.message).not.toMatch(/watchdog/);
+    }
+  }, 180_000);
 });

@@ -209,7 +209,12 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
         waitedBefore += leafLast - leafFirst;
         waited = leafIsZygote ? undefined : delayProbe(`/proc/${leaf}/schedstat`);
         waitedPid = leaf;
-        leafFirst = leafLast = waited ? waited() : 0;
+        // A child's waits count from its birth, not from when it was first read: a run sent while
+        // the zygote had no spare is served by a child first read at the watchdog's first check,
+        // and its waits until then (seconds at load ~20) were lost, so the backstop stopped a 2 s
+        // QuickJS run as "replaced, output lost". A child serves one run and waited for little else.
+        leafFirst = 0;
+        leafLast = waited ? waited() : 0;
       }
       if (waited) leafLast = Math.max(leafLast, waited());
       const zygoteMs = zygoteWaited ? zygoteWaited() - zygoteFirst : 0;
