@@ -11,10 +11,12 @@ import { serve, type ServerType } from "@hono/node-server";
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readNodeBody } from "../src/node/node-body.ts";
 import { createApp } from "../src/server/app.ts";
 import { inlineEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
+import reverseText from "../envs/reverse-text/index.ts";
 import slowTools, { runs } from "./fixtures/ors-slow-env.ts";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 
@@ -26,8 +28,17 @@ interface Served {
 }
 
 function start(heartbeatMs: number): Promise<Served> {
-  const host = new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({}));
-  const app = createApp({ envs: [slowTools], host, clientOf: (c) => c.req.header("x-who") ?? "a", orsHeartbeatMs: heartbeatMs });
+  // Resets take a few turns of the event loop, as they do through the environment threads: a
+  // request whose body was not read before is then left without it.
+  const host = new (class extends StoreEpisodeHost {
+    override async reset(...args: Parameters<StoreEpisodeHost["reset"]>) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return super.reset(...args);
+    }
+  })(new MemoryEpisodeStore(), inlineEngine({}));
+  // Bodies read as the Node server reads them (straight from the IncomingMessage). Two
+  // environments: a session created without naming one starts its episode at its first use.
+  const app = createApp({ envs: [slowTools, reverseText], host, clientOf: (c) => c.req.header("x-who") ?? "a", orsHeartbeatMs: heartbeatMs, readBody: (c, max) => readNodeBody(c, max) });
   return new Promise((resolve) => {
     const server = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, (info: AddressInfo) => resolve({ url: `http://127.0.0.1:${info.port}`, server }));
   });
@@ -82,9 +93,10 @@ function postCall(url: string, sid: string, body: unknown, opts: { readTimeoutMs
   });
 }
 
-async function session(url: string, who = "a"): Promise<string> {
+/** A session; without `env_name` (as ORS's client creates one from a split and an index) its episode starts at its first use. */
+async function session(url: string, who = "a", named = true): Promise<string> {
   const sid = `s-${who}-${Math.random().toString(36).slice(2)}`;
-  const res = await fetch(`${url}/create`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": sid, "x-who": who }, body: JSON.stringify({ env_name: "slow-tools", split: "train", index: 0 }) });
+  const res = await fetch(`${url}/create`, { method: "POST", headers: { "content-type": "application/json", "x-session-id": sid, "x-who": who }, body: JSON.stringify({ ...(named ? { env_name: "slow-tools" } : {}), split: "train", index: 0 }) });
   expect(res.status).toBe(200);
   return sid;
 }
@@ -110,6 +122,16 @@ describe("ORS: a tool call longer than the client's read timeout", () => {
     expect(got.events[0]!.event).toBe("task_id");
     expect(got.events.filter((e) => e.event === ":").length).toBeGreaterThanOrEqual(2);
     expect(answer(got)).toMatchObject({ ok: true, output: { blocks: [{ text: `waited ${8 * HEARTBEAT_MS} ms` }], finished: false } });
+  });
+
+  it("the first call of a session created without its environment starts the episode and is answered at once", async () => {
+    // ORS's client creates sessions so. The episode's start read the request's abort signal
+    // before its body, and the body then never came: the stream stayed silent until the client's
+    // read timeout (30 s with ORS's client), and its retry was answered.
+    const sid = await session(live.url, "a", false);
+    const got = await postCall(live.url, sid, { name: "nope", input: {} }, { readTimeoutMs: 3 * HEARTBEAT_MS });
+    expect(got.how).toBe("end");
+    expect(answer(got)).toMatchObject({ ok: false, error: expect.stringMatching(/^tool_not_found/) });
   });
 
   it("the control: the same call on a stream without heartbeats is given up on by the client", async () => {

@@ -26,6 +26,10 @@ export const FREE_PIECES = 1024;
 export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Promise<string> {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (!incoming) return readWebBody(c, max); // e.g. app.request() in tests
+  // Once something read the request's web form (`c.req.raw.signal`, `.body`), @hono/node-server
+  // piped the message into that Request's stream: its bytes go there, and a reader of the message
+  // itself waited forever (ORS's first tool call of a session started lazily: 30 s, then a retry).
+  if (incoming.listenerCount("data") > 0 || incoming.readableDidRead) return readWebBody(c, max);
   const declared = incoming.headers["content-length"];
   const length = declared === undefined ? undefined : Number(declared);
   if (length !== undefined && length > max) return Promise.reject(bodyTooLarge(max));

@@ -475,8 +475,10 @@ export function mountOrs(app: Hono<any>, deps: OrsDeps): void {
     app.post(
       `${prefix}/call`,
       guard(async (c, env) => {
-        const sid = await episodeOf(c, env);
+        // The body first: starting a session's episode reads the request's abort signal, and on
+        // Node that hands the body's stream to a web Request (node-body.ts reads it from there then).
         const req = await deps.readBody(c, ToolCall);
+        const sid = await episodeOf(c, env);
         const client = deps.clientOf(c);
         if (req.task_id != null) {
           // ORS's client coming back for a call whose stream broke: its answer, not a second call.
