@@ -112,9 +112,10 @@ describe("hostile Python environments", () => {
   it("a worker that dies costs the call a coded error (CRASHED); the episode goes on", async () => {
     const id = await reset();
     const { value: r, failures } = await whileServing(() => step(id, "crash"));
-    expect(r.status).toBe(422);
+    expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(422);
     expect(r.body.error.details?.reason).toBe("CRASHED");
-    expect((await step(id, "again")).status).toBe(200);
+    const again = await step(id, "again");
+    expect(again.status, JSON.stringify(again.body).slice(0, 500)).toBe(200);
     expect(failures).toEqual([]);
   }, 120_000);
 
@@ -131,11 +132,11 @@ describe("hostile Python environments", () => {
   it("replies over the message limit fail as TOO_LARGE or CRASHED, never held whole", async () => {
     const id = await reset();
     const { value: huge, failures } = await whileServing(() => step(id, "huge"));
-    expect(huge.status).toBe(422);
+    expect(huge.status, JSON.stringify(huge.body).slice(0, 500)).toBe(422);
     expect(huge.body.error.details?.reason).toBe("TOO_LARGE");
     const raw = await step(id, "raw");
-    expect(raw.status).toBe(422);
-    expect(["TOO_LARGE", "CRASHED"]).toContain(raw.body.error.details?.reason);
+    expect(raw.status, JSON.stringify(raw.body).slice(0, 500)).toBe(422);
+    expect(["TOO_LARGE", "CRASHED"], JSON.stringify(raw.body).slice(0, 500)).toContain(raw.body.error.details?.reason);
     expect((await step(id, "fine")).status).toBe(200);
     expect(failures).toEqual([]);
   }, 120_000);

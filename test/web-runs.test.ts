@@ -1,5 +1,5 @@
 /** The viewer's reading of saved runs: long lines, a half-written last line, growth, replacement. */
-import { appendFile, mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, rename, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -68,6 +68,28 @@ describe("RunStore", () => {
 
     await appendFile(file, line(row(2, 0, 1)));
     expect((await store.get("env--m/run1"))!.rows).toHaveLength(5);
+  });
+
+  it("reads metadata.json again once it is written, though it was read empty in the moment of its rewrite, at the same mtime", async () => {
+    // writeFile truncates, then writes: a read in between sees nothing, and both can fall in one
+    // tick of the kernel's file clock (a live run's page showed "2 of 2 rollouts", never 24).
+    const own = await mkdtemp(join(tmpdir(), "envworker-runs-meta-"));
+    const dir = join(own, "env--m", "run-meta");
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "results.jsonl"), line(row(0, 0, 1)));
+    const meta = join(dir, "metadata.json");
+    const tick = new Date("2026-01-01T00:00:00.000Z");
+    await writeFile(meta, "");
+    await utimes(meta, tick, tick);
+    const store = new RunStore(own);
+    const before = await store.get("env--m/run-meta");
+    expect(before!.meta.num_examples).toBeUndefined();
+    await writeFile(meta, JSON.stringify({ env: "env", model: "m", num_examples: 8, rollouts_per_example: 3 }));
+    await utimes(meta, tick, tick);
+    const after = await store.get("env--m/run-meta");
+    await rm(own, { recursive: true, force: true });
+    expect(after!.meta).toMatchObject({ num_examples: 8, rollouts_per_example: 3 });
+    expect(after!.version).not.toBe(before!.version);
   });
 
   it("finds only run directories under the root: no path from an id", async () => {

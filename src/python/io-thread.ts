@@ -165,6 +165,9 @@ function lost(p: Proc, why: string, except?: Call): void {
   }
 }
 
+/** A start that would fail the same way again (the module does not load, the start timed out): not retried. */
+class StartRefused extends Error {}
+
 function startProcess(): Proc {
   let resolveReady!: (specs: PySpec[]) => void;
   let rejectReady!: (err: Error) => void;
@@ -175,7 +178,7 @@ function startProcess(): Proc {
   ready.catch(() => {});
   const p: Proc = { child: undefined as unknown as ChildProcess, ready, dead: false, stderrTail: "", waited: undefined };
   const startTimer = setTimeout(() => {
-    rejectReady(new Error(`the Python worker for ${target} did not start within ${settings.startTimeoutMs / 1000} s (ENVWORKER_PYTHON_START_TIMEOUT_S)`));
+    rejectReady(new StartRefused(`the Python worker for ${target} did not start within ${settings.startTimeoutMs / 1000} s (ENVWORKER_PYTHON_START_TIMEOUT_S)`));
     kill(p);
   }, settings.startTimeoutMs);
   launchConfined(workerProfile(target, settings)).then(
@@ -255,7 +258,7 @@ function receive(p: Proc, line: Buffer, resolveReady: (s: PySpec[]) => void, rej
     return lost(p, "it wrote something that is not a protocol message");
   }
   if (msg.t === "hello") return resolveReady(msg.envs as PySpec[]);
-  if (msg.t === "load-error") return rejectReady(new Error(String(msg.message)));
+  if (msg.t === "load-error") return rejectReady(new StartRefused(String(msg.message)));
   const call = typeof msg.id === "number" ? calls.get(msg.id) : undefined;
   if (!call || call.proc !== p) return; // a call that timed out or moved: its answer is no longer awaited
   if (msg.t === "done") answer(call, { t: "done", id: call.id, value: msg.value });
@@ -308,7 +311,12 @@ async function send(call: Call): Promise<void> {
   try {
     p = await ensureProcess();
   } catch (err) {
-    if (calls.get(call.id) === call) fail(call, { reason: "START", message: (err as Error).message });
+    if (calls.get(call.id) !== call) return;
+    // A worker that died or could not be launched before it was ready (on a loaded machine, two
+    // copies of the test suite: a call failed START at once) costs the call an attempt, as a
+    // worker that dies under it does; one whose module does not load fails the call now.
+    if (!(err instanceof StartRefused) && ++call.attempts < MAX_ATTEMPTS) return void send(call);
+    fail(call, { reason: "START", message: (err as Error).message });
     return;
   }
   if (calls.get(call.id) !== call) return;

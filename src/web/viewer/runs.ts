@@ -141,7 +141,7 @@ interface Cache {
   parsed: number;
   rows: Map<string, RowSummary>;
   bad: number;
-  metaMtime: number;
+  metaKey: string;
   meta: Meta;
   metaOk: boolean;
 }
@@ -237,7 +237,7 @@ export class RunStore {
     const id = `${group}/${name}`;
     let c = this.cache.get(id);
     if (!c || (rs && (rs.ino !== c.ino || rs.size < c.parsed))) {
-      c = { ino: rs?.ino ?? 0, parsed: 0, rows: new Map(), bad: 0, metaMtime: -1, meta: {}, metaOk: false };
+      c = { ino: rs?.ino ?? 0, parsed: 0, rows: new Map(), bad: 0, metaKey: "", meta: {}, metaOk: false };
       this.cache.set(id, c);
     }
     if (rs && rs.size > c.parsed) {
@@ -274,14 +274,19 @@ export class RunStore {
         });
       });
     }
-    if (ms && ms.mtimeMs !== c.metaMtime) {
-      c.metaMtime = ms.mtimeMs;
+    // Keyed by size as well as mtime, and marked read only once it parsed: a file rewritten in
+    // place is empty for a moment, and its truncation and its write can share an mtime (the
+    // kernel's file clock is coarse). Read in that moment, it was never read again: a live run
+    // showed "2 of 2 rollouts" without its settings.
+    const metaKey = ms ? `${ms.mtimeMs}:${ms.size}` : undefined;
+    if (metaKey !== undefined && metaKey !== c.metaKey) {
       try {
         const parsed = MetaSchema.safeParse(JSON.parse(await readFile(metaPath, "utf8")));
         c.meta = parsed.success ? parsed.data : {};
         c.metaOk = parsed.success;
+        c.metaKey = metaKey;
       } catch {
-        // Being replaced right now, or not JSON: keep what was read before.
+        // Being replaced right now, or not JSON (yet): keep what was read before, and read it again next time.
       }
     }
     const [envFromDir, modelFromDir] = splitGroup(group);
@@ -298,7 +303,7 @@ export class RunStore {
       abandoned: typeof c.meta.avg_reward !== "number" && processGone(c.meta.pid, c.meta.host),
       rows,
       badLines: c.bad,
-      version: `${rs?.ino ?? 0}:${rs?.size ?? 0}:${ms?.mtimeMs ?? 0}`,
+      version: `${rs?.ino ?? 0}:${rs?.size ?? 0}:${ms?.mtimeMs ?? 0}:${ms?.size ?? 0}`,
     };
   }
 }
