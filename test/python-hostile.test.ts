@@ -5,6 +5,7 @@
  * output, replies over the message limit (refused by the worker, or cut off by the server). Meanwhile
  * a TypeScript and another Python environment are played without a failure and without waiting.
  */
+import { rmSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 import { request } from "./helpers/http.ts";
@@ -18,8 +19,8 @@ beforeAll(async () => {
     ...WORKER_PYTHON,
     ENVWORKER_PYTHON_TIMEOUT_S: "2",
     // The Python call's deadline is what these tests check. It is on the run clock (it stretches
-    // while the worker waits for a CPU); the environment call's own deadline around it counts the
-    // thread's wait for the worker, so on a loaded machine (two copies of the suite) it came first: 504.
+    // while the worker waits for a CPU); the environment call's own deadline no longer counts the
+    // thread's wait for the worker (test/python-deadlines.test.ts), and is kept out of the way.
     ENVWORKER_ENV_TIMEOUT_S: "120",
     ENVWORKER_PYTHON_MAX_MESSAGE_MB: "4",
   });
@@ -117,6 +118,26 @@ describe("hostile Python environments", () => {
     const again = await step(id, "again");
     expect(again.status, JSON.stringify(again.body).slice(0, 500)).toBe(200);
     expect(failures).toEqual([]);
+  }, 120_000);
+
+  it("a worker that cannot start again costs the call a coded error (START) with its reason; once it can, the episode goes on", async () => {
+    const id = await reset();
+    // The fixture exits at import while this file exists: the worker that replaces the crashed one
+    // (the call's second attempt) dies before it is ready.
+    const marker = new URL("./fixtures/python/exit-at-import", import.meta.url);
+    writeFileSync(marker, "");
+    let r: Awaited<ReturnType<typeof step>>;
+    try {
+      r = await step(id, "crash");
+    } finally {
+      rmSync(marker, { force: true });
+    }
+    expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(422);
+    expect(r.body.error.details?.reason).toBe("START");
+    expect(r.body.error.message).toMatch(/stopped before it was ready \(exit code 5/);
+    const again = await step(id, "again");
+    expect(again.status, JSON.stringify(again.body).slice(0, 500)).toBe(200);
+    expect(again.body.observation.messages).toEqual([{ role: "user", content: "seen 1" }]);
   }, 120_000);
 
   it("a flood of output is dropped, not held; the step is answered", async () => {

@@ -47,4 +47,6 @@ export type FromThread =
   /** A judge request of a call: the main thread's judge client answers it (shared cache and limits). */
   | { t: "judge"; call: number; sid: number; request: JudgeRequest }
   /** The run's caller in the thread gave up (a tool's own timeout): cancel it. */
-  | { t: "service-cancel"; sid: number };
+  | { t: "service-cancel"; sid: number }
+  /** Call `call` waits (or no longer waits) on work with limits of its own, in the thread (a Python worker): its deadline stops meanwhile (call-waits.ts). */
+  | { t: "waiting"; call: number; on: boolean };

@@ -9,6 +9,7 @@ import type { Environment } from "../env/environment.ts";
 import { stepEpisode } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
+import { onCallWaits, runAsCall } from "./call-waits.ts";
 import { importEnvironments } from "../env/source.ts";
 import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 import { stateBytes } from "../server/engine.ts";
@@ -145,7 +146,7 @@ function receive(msg: ToThread): void {
     case "call":
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
-      run(msg.op, msg.id).then(
+      runAsCall(msg.id, () => run(msg.op, msg.id)).then(
         (value) => {
           requestsOf.delete(msg.id);
           post({ t: "done", id: msg.id, seq: msg.seq, value });
@@ -193,4 +194,5 @@ function receive(msg: ToThread): void {
     }
   }
 }
+onCallWaits((call, on) => post({ t: "waiting", call, on }));
 post({ t: "ready", envs: [...envs.keys()] });

@@ -607,6 +607,16 @@ export class EnvThreadPool implements EnvEngine {
       thread.runs.get(m.sid)?.abort();
       return;
     }
+    if (m.t === "waiting") {
+      // As whileWaiting, for work the thread does itself (a Python worker's call): the deadline
+      // stops, the thread takes no other calls for it (it may be blocked on that work).
+      const call = this.calls.get(m.call);
+      if (!call || call.thread !== thread || call.settled) return;
+      if (m.on) {
+        if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
+      } else if (call.waitingOn > 0 && --call.waitingOn === 0) call.resumedAt = performance.now();
+      return;
+    }
     if (m.t !== "done" && m.t !== "failed" && m.t !== "crashed") return;
     // An answer for a call this thread no longer holds (it timed out, or moved) is ignored; so is
     // one from an earlier hand-over of a call that moved off this thread (stalled) and came back:

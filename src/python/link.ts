@@ -13,6 +13,7 @@ import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, t
 import { z } from "zod";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
+import { waitingOutside } from "../node/call-waits.ts";
 import { siblingModule, startWorker } from "../node/ts-worker.ts";
 import type { RunOptions } from "../sandbox/types.ts";
 import { PySpecSchema, type CallFailure, type FromIo, type PySpec, type ToIo } from "./protocol.ts";
@@ -91,6 +92,18 @@ export class PythonLink {
     // The I/O thread always answers (a deadline, a crash, a failed start); this bound is for an I/O thread that died.
     const limit = this.settings.startTimeoutMs + 2 * this.settings.timeoutMs + 10_000;
     const end = performance.now() + limit;
+    // The worker's start and the call have deadlines of their own (ENVWORKER_PYTHON_START_TIMEOUT_S,
+    // ENVWORKER_PYTHON_TIMEOUT_S): the environment call's deadline stops meanwhile.
+    const waited = waitingOutside();
+    try {
+      return this.waitSync(env, method, id, end);
+    } finally {
+      waited();
+    }
+  }
+
+  /** Waits (blocking this thread) for sync call `id`'s answer until `end`. */
+  private waitSync(env: string, method: string, id: number, end: number): unknown {
     for (;;) {
       const got = receiveMessageOnPort(this.syncPort);
       if (got) {
@@ -110,8 +123,19 @@ export class PythonLink {
   /** An asynchronous call; its `sandbox.run` requests run on `services`. */
   call(env: string, method: string, params: Record<string, unknown>, services?: Services, signal?: AbortSignal): Promise<unknown> {
     const id = this.nextId++;
+    // As callSync: the worker's deadlines bound this wait, not the environment call's.
+    const waited = waitingOutside();
     return new Promise<unknown>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject: (e) => reject(e), services, env, method });
+      this.pending.set(
+        id,
+        {
+          resolve: (value) => (waited(), resolve(value)),
+          reject: (e) => (waited(), reject(e)),
+          services,
+          env,
+          method,
+        },
+      );
       this.refresh();
       this.asyncPort.postMessage({ t: "call", id, sync: false, method, params: { env, ...params } } satisfies ToIo);
       signal?.addEventListener(
@@ -120,6 +144,7 @@ export class PythonLink {
           if (!this.pending.delete(id)) return;
           this.refresh();
           this.asyncPort.postMessage({ t: "forget", id } satisfies ToIo);
+          waited();
           reject(signal.reason instanceof Error ? signal.reason : new Error("the call was abandoned"));
         },
         { once: true },
