@@ -52,7 +52,13 @@ async function playGuessGame(serve: LiveCommand, name: string, shot: string) {
   await page.getByLabel("seed").fill("7");
   await page.getByRole("button", { name: "Reset" }).click();
   const reply = page.getByLabel("Your reply as the assistant");
-  await reply.waitFor({ timeout: 120_000 });
+  // The reply box, or the page's alert saying why the reset failed (then its text is the failure).
+  await reply
+    .or(page.getByRole("alert"))
+    .first()
+    .waitFor({ timeout: 120_000 })
+    .catch((err: Error) => expect.fail(`${err.message.split("\n")[0]}; server: ${serve.stderr().slice(-2000)}`));
+  if (await page.getByRole("alert").isVisible()) expect.fail(`the reset failed: ${await page.getByRole("alert").textContent()}; server: ${serve.stderr().slice(-2000)}`);
   await reply.fill("<guess>42</guess>");
   await page.getByRole("button", { name: "Step" }).click();
   await expect.poll(() => page.getByTestId("reward").textContent()).toMatch(/^1\.5/);

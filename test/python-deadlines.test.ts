@@ -23,11 +23,14 @@ afterAll(async () => {
 const post = (path: string, body: unknown) => request("POST", `${server.url}/envs/py-slow${path}`, body);
 
 describe("the deadline of an environment call, for a Python environment", () => {
-  it("does not count the wait for the thread's Python worker: a respond of 3 s is answered under a deadline of 2", async () => {
+  it("does not count the wait for the thread's Python worker: a respond and a generate of 3 s each are answered under a deadline of 2", async () => {
     const reset = await post("/reset", { seed: 1 });
     expect(reset.status, JSON.stringify(reset.body).slice(0, 300)).toBe(200);
     const step = await post("/step", { episode_id: reset.body.episode_id, action: { content: "done" } });
     expect(step.status, JSON.stringify(step.body).slice(0, 300)).toBe(200);
     expect(step.body).toMatchObject({ done: true, reward: 1, observation: { messages: [{ role: "user", content: "fine" }] } });
+    // generate, asked synchronously while the reset's code runs: 3 s for seed 7.
+    const slowReset = await post("/reset", { seed: 7 });
+    expect(slowReset.status, JSON.stringify(slowReset.body).slice(0, 300)).toBe(200);
   }, 120_000);
 });

@@ -3,37 +3,63 @@
  * the thread, under limits of its own, stops its deadline (ENVWORKER_ENV_TIMEOUT_S counts the
  * call's own computing, env-threads.ts). Sandbox runs and judge calls already go through the main
  * thread, which knows; a Python environment's calls go to its worker from the thread itself
- * (src/python/link.ts), and say so here. On a loaded machine the wait for a Python worker's start
- * alone passed the 30 s deadline: a Python package's first reset failed 504.
+ * (src/python/link.ts), and say so here. On a loaded machine the wall-clock deadline came before
+ * the worker's own deadlines (on the run clock), and calls failed 504.
+ *
+ * Two ways, both cheap (AsyncLocalStorage cost 1.3-1.8x in the slowest probe of
+ * test/hostile-score.test.ts, 600 calls in flight): an asynchronous call carries its call's
+ * `CALL_WAITS` on the services it is given (env-thread.ts `servicesFor`); a synchronous one
+ * (dataset, generate, asked while a call's code runs) blocks the whole thread, so the thread says
+ * it is blocked (`threadBlocked`) and the main thread stops the deadline of every call it holds:
+ * none of them can compute meanwhile. Code outside both is not paused: its deadline counts the
+ * wait, as before.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 
-const current = new AsyncLocalStorage<number>();
+/** Starts a wait of the call outside the thread; the function it returns ends it (once). */
+export type CallWaits = () => () => void;
+
+/** The key of a call's `CallWaits` on the services its code is given. */
+export const CALL_WAITS: unique symbol = Symbol("envworker.callWaits");
+
 let notify: ((call: number, waiting: boolean) => void) | undefined;
-
-/** Runs `fn` (and what it starts) as the work of environment-thread call `call`. */
-export function runAsCall<T>(call: number, fn: () => T): T {
-  return current.run(call, fn);
-}
+let notifyBlocked: ((blocked: boolean) => void) | undefined;
 
 /** How the thread tells the main thread (env-thread.ts): once, at its start. */
-export function onCallWaits(fn: (call: number, waiting: boolean) => void): void {
-  notify = fn;
+export function onCallWaits(waits: (call: number, waiting: boolean) => void, blocked: (blocked: boolean) => void): void {
+  notify = waits;
+  notifyBlocked = blocked;
 }
 
-/**
- * The current call waits, from now until the returned function is called (once), on work with
- * limits of its own. Outside an environment thread's call (the main thread, a test) a no-op.
- */
-export function waitingOutside(): () => void {
-  const call = current.getStore();
-  const tell = notify;
-  if (call === undefined || tell === undefined) return () => {};
-  tell(call, true);
+/** The waits of call `call`. */
+export function callWaits(call: number): CallWaits {
+  return () => {
+    const tell = notify;
+    if (tell === undefined) return () => {};
+    tell(call, true);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      tell(call, false);
+    };
+  };
+}
+
+/** Starts a wait of the call given by `services` (a no-op without one: outside an environment thread's call). */
+export function waitingOutside(services?: object): () => void {
+  const own = (services as { [CALL_WAITS]?: CallWaits } | undefined)?.[CALL_WAITS];
+  return own ? own() : () => {};
+}
+
+/** This thread blocks (a synchronous call to a Python worker) until the returned function is called (once). */
+export function threadBlocked(): () => void {
+  const tell = notifyBlocked;
+  if (tell === undefined) return () => {};
+  tell(true);
   let ended = false;
   return () => {
     if (ended) return;
     ended = true;
-    tell(call, false);
+    tell(false);
   };
 }

@@ -49,4 +49,6 @@ export type FromThread =
   /** The run's caller in the thread gave up (a tool's own timeout): cancel it. */
   | { t: "service-cancel"; sid: number }
   /** Call `call` waits (or no longer waits) on work with limits of its own, in the thread (a Python worker): its deadline stops meanwhile (call-waits.ts). */
-  | { t: "waiting"; call: number; on: boolean };
+  | { t: "waiting"; call: number; on: boolean }
+  /** The thread is blocked (or no longer) on a synchronous call to a Python worker: none of its calls computes meanwhile (call-waits.ts). */
+  | { t: "blocked"; on: boolean };

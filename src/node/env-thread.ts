@@ -9,7 +9,7 @@ import type { Environment } from "../env/environment.ts";
 import { stepEpisode } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { onCallWaits, runAsCall } from "./call-waits.ts";
+import { CALL_WAITS, callWaits, onCallWaits } from "./call-waits.ts";
 import { importEnvironments } from "../env/source.ts";
 import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 import { stateBytes } from "../server/engine.ts";
@@ -100,7 +100,8 @@ function servicesFor(call: number): Services {
         },
       }
     : undefined;
-  return { ...(services as Services), judge };
+  // The call's waits on work the thread does for it outside (a Python worker's call): call-waits.ts.
+  return { ...(services as Services), judge, [CALL_WAITS]: callWaits(call) } as Services;
 }
 
 async function run(op: CallOp, call: number): Promise<unknown> {
@@ -146,7 +147,7 @@ function receive(msg: ToThread): void {
     case "call":
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
-      runAsCall(msg.id, () => run(msg.op, msg.id)).then(
+      run(msg.op, msg.id).then(
         (value) => {
           requestsOf.delete(msg.id);
           post({ t: "done", id: msg.id, seq: msg.seq, value });
@@ -194,5 +195,8 @@ function receive(msg: ToThread): void {
     }
   }
 }
-onCallWaits((call, on) => post({ t: "waiting", call, on }));
+onCallWaits(
+  (call, on) => post({ t: "waiting", call, on }),
+  (on) => post.now({ t: "blocked", on }),
+);
 post({ t: "ready", envs: [...envs.keys()] });

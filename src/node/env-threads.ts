@@ -155,6 +155,8 @@ class EnvThread {
   sent = 0;
   /** Sandbox runs under way for this thread, by its request id (to cancel one). */
   readonly runs = new Map<number, AbortController>();
+  /** The calls whose deadlines stopped while the thread is blocked on a Python worker (onMessage "blocked"). */
+  readonly blockedCalls = new Set<Call>();
   /** When the thread last said anything (or was handed its first computing call). */
   lastHeard = performance.now();
   stalled = false;
@@ -605,6 +607,24 @@ export class EnvThreadPool implements EnvEngine {
     }
     if (m.t === "service-cancel") {
       thread.runs.get(m.sid)?.abort();
+      return;
+    }
+    if (m.t === "blocked") {
+      // A synchronous call to a Python worker blocks the thread: none of its calls can compute,
+      // and their deadlines stop until it is over (call-waits.ts).
+      const now = performance.now();
+      if (m.on) {
+        for (const call of thread.calls) {
+          if (call.settled) continue;
+          if (call.waitingOn++ === 0) call.spentMs += now - call.resumedAt;
+          thread.blockedCalls.add(call);
+        }
+      } else {
+        for (const call of thread.blockedCalls) {
+          if (call.thread === thread && !call.settled && call.waitingOn > 0 && --call.waitingOn === 0) call.resumedAt = now;
+        }
+        thread.blockedCalls.clear();
+      }
       return;
     }
     if (m.t === "waiting") {

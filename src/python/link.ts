@@ -13,7 +13,7 @@ import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, t
 import { z } from "zod";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { waitingOutside } from "../node/call-waits.ts";
+import { threadBlocked, waitingOutside } from "../node/call-waits.ts";
 import { siblingModule, startWorker } from "../node/ts-worker.ts";
 import type { RunOptions } from "../sandbox/types.ts";
 import { PySpecSchema, type CallFailure, type FromIo, type PySpec, type ToIo } from "./protocol.ts";
@@ -93,8 +93,8 @@ export class PythonLink {
     const limit = this.settings.startTimeoutMs + 2 * this.settings.timeoutMs + 10_000;
     const end = performance.now() + limit;
     // The worker's start and the call have deadlines of their own (ENVWORKER_PYTHON_START_TIMEOUT_S,
-    // ENVWORKER_PYTHON_TIMEOUT_S): the environment call's deadline stops meanwhile.
-    const waited = waitingOutside();
+    // ENVWORKER_PYTHON_TIMEOUT_S): the deadlines of this thread's calls stop meanwhile.
+    const waited = threadBlocked();
     try {
       return this.waitSync(env, method, id, end);
     } finally {
@@ -124,7 +124,7 @@ export class PythonLink {
   call(env: string, method: string, params: Record<string, unknown>, services?: Services, signal?: AbortSignal): Promise<unknown> {
     const id = this.nextId++;
     // As callSync: the worker's deadlines bound this wait, not the environment call's.
-    const waited = waitingOutside();
+    const waited = waitingOutside(services);
     return new Promise<unknown>((resolve, reject) => {
       this.pending.set(
         id,
