@@ -6,8 +6,8 @@
  * (src/python/link.ts), and say so here. On a loaded machine the wall-clock deadline came before
  * the worker's own deadlines (on the run clock), and calls failed 504.
  *
- * Two ways, both cheap (AsyncLocalStorage cost 1.3-1.8x in the slowest probe of
- * test/hostile-score.test.ts, 600 calls in flight): an asynchronous call carries its call's
+ * Two ways, both without AsyncLocalStorage (on Node 20 it hooks every promise of the thread, and
+ * a thread may hold hundreds of calls): an asynchronous call carries its call's
  * `CALL_WAITS` on the services it is given (env-thread.ts `servicesFor`); a synchronous one
  * (dataset, generate, asked while a call's code runs) blocks the whole thread, so the thread says
  * it is blocked (`threadBlocked`) and the main thread stops the deadline of every call it holds:
