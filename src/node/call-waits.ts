@@ -30,18 +30,23 @@ export function onCallWaits(waits: (call: number, waiting: boolean) => void, blo
   notifyBlocked = blocked;
 }
 
+/** Says `on` now and `off` when the returned function is first called. */
+function span(tell: ((on: boolean) => void) | undefined): () => void {
+  if (tell === undefined) return () => {};
+  tell(true);
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    tell(false);
+  };
+}
+
 /** The waits of call `call`. */
 export function callWaits(call: number): CallWaits {
   return () => {
     const tell = notify;
-    if (tell === undefined) return () => {};
-    tell(call, true);
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
-      tell(call, false);
-    };
+    return span(tell && ((on) => tell(call, on)));
   };
 }
 
@@ -53,13 +58,5 @@ export function waitingOutside(services?: object): () => void {
 
 /** This thread blocks (a synchronous call to a Python worker) until the returned function is called (once). */
 export function threadBlocked(): () => void {
-  const tell = notifyBlocked;
-  if (tell === undefined) return () => {};
-  tell(true);
-  let ended = false;
-  return () => {
-    if (ended) return;
-    ended = true;
-    tell(false);
-  };
+  return span(notifyBlocked);
 }

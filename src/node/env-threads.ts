@@ -155,7 +155,9 @@ class EnvThread {
   sent = 0;
   /** Sandbox runs under way for this thread, by its request id (to cancel one). */
   readonly runs = new Map<number, AbortController>();
-  /** The calls whose deadlines stopped while the thread is blocked on a Python worker (onMessage "blocked"). */
+  /** Since when it is blocked on a synchronous call to a Python worker (onMessage "blocked"), 0 when not: handed no calls meanwhile. */
+  blockedSince = 0;
+  /** The calls whose deadlines stopped while it is blocked. */
   readonly blockedCalls = new Set<Call>();
   /** When the thread last said anything (or was handed its first computing call). */
   lastHeard = performance.now();
@@ -425,7 +427,10 @@ export class EnvThreadPool implements EnvEngine {
     // Grow only past a stalled thread (a slow call): starting one costs about a second of CPU,
     // more than pipelining into the threads there are gains under plain load.
     const starting = [...this.threads].some((t) => !t.isReady && !t.dead);
-    const stalled = [...this.threads].filter((t) => t.stalled && !t.dead).length;
+    // A thread blocked on a Python worker as long counts as stalled (before, its blocked call kept it
+    // "computing" and the stall check marked it).
+    const now = performance.now();
+    const stalled = [...this.threads].filter((t) => !t.dead && (t.stalled || (t.blockedSince > 0 && now - t.blockedSince >= STALL_MS))).length;
     if (!starting && this.threads.size < Math.min(this.maxThreads, this.minThreads + stalled)) this.spawn();
   }
 
@@ -434,7 +439,7 @@ export class EnvThreadPool implements EnvEngine {
     let best: EnvThread | undefined;
     let bestLoad = depth;
     for (const t of this.threads) {
-      if (!t.isReady || t.dead || t.stalled) continue;
+      if (!t.isReady || t.dead || t.stalled || t.blockedSince > 0) continue;
       const load = t.load;
       if (load < bestLoad) {
         best = t;
@@ -611,19 +616,20 @@ export class EnvThreadPool implements EnvEngine {
     }
     if (m.t === "blocked") {
       // A synchronous call to a Python worker blocks the thread: none of its calls can compute,
-      // and their deadlines stop until it is over (call-waits.ts).
-      const now = performance.now();
+      // and their deadlines stop until it is over (call-waits.ts). It is handed no new calls
+      // meanwhile: with its calls all waiting it would look the least loaded, and calls handed to
+      // it would wait out the block (its stall check skips a thread with no computing call).
+      thread.blockedSince = m.on ? performance.now() : 0;
       if (m.on) {
         for (const call of thread.calls) {
           if (call.settled) continue;
-          if (call.waitingOn++ === 0) call.spentMs += now - call.resumedAt;
+          stopDeadline(call);
           thread.blockedCalls.add(call);
         }
       } else {
-        for (const call of thread.blockedCalls) {
-          if (call.thread === thread && !call.settled && call.waitingOn > 0 && --call.waitingOn === 0) call.resumedAt = now;
-        }
+        for (const call of thread.blockedCalls) if (call.thread === thread && !call.settled) restartDeadline(call);
         thread.blockedCalls.clear();
+        this.pump();
       }
       return;
     }
@@ -633,8 +639,9 @@ export class EnvThreadPool implements EnvEngine {
       const call = this.calls.get(m.call);
       if (!call || call.thread !== thread || call.settled) return;
       if (m.on) {
-        if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
-      } else if (call.waitingOn > 0 && --call.waitingOn === 0) call.resumedAt = performance.now();
+        stopDeadline(call);
+        this.pump(); // as whileWaiting: the thread is free for another call meanwhile
+      } else restartDeadline(call);
       return;
     }
     if (m.t !== "done" && m.t !== "failed" && m.t !== "crashed") return;
@@ -721,7 +728,7 @@ export class EnvThreadPool implements EnvEngine {
    * out, was given up on, or moved).
    */
   private async whileWaiting<T>(call: Call, thread: EnvThread, work: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | undefined> {
-    if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
+    stopDeadline(call);
     this.pump(); // the thread is free for another call while this one waits
     let outcome: { ok: true; value: T } | { ok: false; error: unknown };
     try {
@@ -730,9 +737,22 @@ export class EnvThreadPool implements EnvEngine {
       outcome = { ok: false, error };
     }
     if (call.settled || call.thread !== thread) return undefined;
-    if (--call.waitingOn === 0) call.resumedAt = performance.now();
+    restartDeadline(call);
     return outcome;
   }
+}
+
+/**
+ * A call starts waiting on work with limits of its own (nested waits count): its deadline, which
+ * counts its computing only, stops at the first.
+ */
+function stopDeadline(call: Call): void {
+  if (call.waitingOn++ === 0) call.spentMs += performance.now() - call.resumedAt;
+}
+
+/** One of the call's waits ended: its deadline runs again once none is left. */
+function restartDeadline(call: Call): void {
+  if (call.waitingOn > 0 && --call.waitingOn === 0) call.resumedAt = performance.now();
 }
 
 function errorText(err: unknown): string {

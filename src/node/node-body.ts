@@ -29,6 +29,8 @@ export function readNodeBody(c: Context, max: number, budget?: MemoryBudget): Pr
   // Once something read the request's web form (`c.req.raw.signal`, `.body`), @hono/node-server
   // piped the message into that Request's stream: its bytes go there, and a reader of the message
   // itself waited forever (ORS's first tool call of a session started lazily: 30 s, then a retry).
+  // A safety net: such a body is still refused past `max`, but not counted against the budget
+  // while it arrives, so routes read their body before anything reads the request's signal.
   if (incoming.listenerCount("data") > 0 || incoming.readableDidRead) return readWebBody(c, max);
   const declared = incoming.headers["content-length"];
   const length = declared === undefined ? undefined : Number(declared);

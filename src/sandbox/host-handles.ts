@@ -175,7 +175,7 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
   // waits with its child's few: the run clock ran seconds ahead and the watchdog stopped a run at
   // 1.3 s of wall time with an elapsedMs of 8.6 s (QuickJS zygote, sandbox-attacks, load ~4).
   let waitedBefore = 0;
-  let leafFirst = 0;
+  /** The current leaf's waits since its birth, as last read. */
   let leafLast = 0;
   // The zygote's own waits count too, on a probe of their own: a run also waits while its zygote,
   // starved of a CPU, has not yet handed it the code or reaped it, time the child spends asleep,
@@ -196,8 +196,8 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
         zygoteWaited = delayProbe(`/proc/${zygote}/schedstat`);
         zygoteFirst = zygoteWaited();
         // Until now the zygote (or the launcher above it) was the leaf: what it waited is counted.
-        waitedBefore += leafLast - leafFirst;
-        leafFirst = leafLast = 0;
+        waitedBefore += leafLast;
+        leafLast = 0;
         waited?.close();
         waited = undefined;
         waitedPid = 0;
@@ -206,19 +206,18 @@ export function processHost(profile: ConfinementProfile, options: ConfineOptions
       const leafIsZygote = leaf === zygotePid;
       if (leaf !== waitedPid) {
         waited?.close();
-        waitedBefore += leafLast - leafFirst;
+        waitedBefore += leafLast;
         waited = leafIsZygote ? undefined : delayProbe(`/proc/${leaf}/schedstat`);
         waitedPid = leaf;
         // A child's waits count from its birth, not from when it was first read: a run sent while
         // the zygote had no spare is served by a child first read at the watchdog's first check,
         // and its waits until then (seconds at load ~20) were lost, so the backstop stopped a 2 s
         // QuickJS run as "replaced, output lost". A child serves one run and waited for little else.
-        leafFirst = 0;
         leafLast = waited ? waited() : 0;
       }
       if (waited) leafLast = Math.max(leafLast, waited());
       const zygoteMs = zygoteWaited ? zygoteWaited() - zygoteFirst : 0;
-      return waitedBefore + (leafLast - leafFirst) + zygoteMs;
+      return waitedBefore + leafLast + zygoteMs;
     }
     waited ??= delayProbe(`/proc/${leafProcess(child.pid)}/schedstat`);
     return waited();
