@@ -20,6 +20,7 @@ import { readNodeBody } from "./node/node-body.ts";
 import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
+import { watchHostReplacements } from "./sandbox/host-pool.ts";
 import { JudgeClient } from "./server/judge-client.ts";
 import { logger } from "./server/log.ts";
 import { MemoryOrsSessions, ORS_SESSIONS } from "./server/ors.ts";
@@ -120,6 +121,9 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
   const { app, store, engine, sandboxes, injectWebSocket, wss } = buildNodeApp(envs, config, opts);
   const graceMs = config.shutdownGraceMs ?? 10_000;
   store.startSweeping();
+  // Why sandbox hosts restart (a guest past its memory, a host that died or spun while idle): at
+  // info, since a model's code hitting its limits is routine in RL.
+  const unwatch = watchHostReplacements((r) => logger().info(`sandbox: a ${r.label} was replaced: ${r.why}`));
   return new Promise((resolve, reject) => {
     let listening = false;
     const server: ServerType = serve({ fetch: app.fetch, hostname: config.host ?? "127.0.0.1", port: config.port ?? 8000 }, (info: AddressInfo) => {
@@ -133,6 +137,7 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
         engine,
         close: () =>
           (closing ??= shutdown(server, wss, graceMs).finally(async () => {
+            unwatch();
             store.stopSweeping();
             await engine.dispose();
             await Promise.all(sandboxes.map((s) => s.dispose()));
@@ -148,6 +153,7 @@ export function startServer(envs: readonly Environment[], config: Partial<Server
     // so the caller's process can exit (the environment threads would hold it open).
     server.once("error", (err) => {
       if (listening) return;
+      unwatch();
       store.stopSweeping();
       void Promise.allSettled([engine.dispose(), ...sandboxes.map((s) => s.dispose())]).finally(() => reject(err));
     });

@@ -13,7 +13,7 @@ import mathTools from "../envs/math-tools/index.ts";
 import reverseText from "../envs/reverse-text/index.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
 import { describeConfinement } from "../src/sandbox/confine.ts";
-import { DEFAULT_IDLE_CPU, type HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import { DEFAULT_IDLE_CPU, watchHostReplacements, type HostPoolSandbox, type HostReplacement } from "../src/sandbox/host-pool.ts";
 import { STDERR_BURST_BYTES } from "../src/sandbox/host-handles.ts";
 import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
@@ -94,8 +94,10 @@ describe("an idle host that keeps running after its run is stopped", () => {
     pool = undefined;
   });
 
-  it("a host spinning while it has no run: stopped after about its allowance of CPU, the next run in a fresh process", async () => {
+  it("a host spinning while it has no run: stopped after about its allowance of CPU, the next run in a fresh process; the replacement is told with its reason", async () => {
     pool = escapePool(ISOLATED_VM_PROFILE, { bwrap: HAS_BWRAP, maxConcurrency: 1, memory: {} });
+    const replacements: HostReplacement[] = [];
+    const unwatch = watchHostReplacements((r) => replacements.push(r));
     const first = await pool.run(SPIN, { timeoutMs: 10_000 });
     expect(first.ok, JSON.stringify(first)).toBe(true);
     const [pid] = escapedHosts();
@@ -106,6 +108,10 @@ describe("an idle host that keeps running after its run is stopped", () => {
     const next = await pool.run(ID);
     expect(next.ok).toBe(true);
     expect(next.result).not.toBe(first.result);
+    unwatch();
+    // What the server logs (src/node.ts): which host, and why.
+    expect(replacements).toEqual([{ label: expect.any(String), why: expect.stringMatching(/^it used \d+ ms of CPU while it had no run$/) }]);
+    expect(pool.replaced).toBe(1);
   }, 120_000);
 
   it("an idle host that used only housekeeping CPU is kept", async () => {

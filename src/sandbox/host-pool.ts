@@ -160,6 +160,25 @@ interface Job {
   answer(result: RunResult): void;
 }
 
+/** A host a pool replaced, and why: what its process did, or what the pool saw (HostPoolSandbox.replaced). */
+export interface HostReplacement {
+  /** What the host was ("QuickJS process"). */
+  label: string;
+  why: string;
+}
+
+const replacementWatchers = new Set<(replacement: HostReplacement) => void>();
+
+/**
+ * Calls `watch` whenever a pool of this process replaces a host; returns the function that stops
+ * it. The server logs them (at info): a host replaced is a guest that broke its limits or its
+ * engine, or a host that died, and nothing else says why hosts restart.
+ */
+export function watchHostReplacements(watch: (replacement: HostReplacement) => void): () => void {
+  replacementWatchers.add(watch);
+  return () => replacementWatchers.delete(watch);
+}
+
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
@@ -178,6 +197,8 @@ class Host {
   dead = false;
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
   retire = false;
+  /** Why it was retired or killed (for the server's log of replacements). */
+  retireWhy: string | undefined;
   runs = 0;
   private exit: HostExit | undefined;
   /** The queue key this host serves (affinity), once it served one. */
@@ -277,8 +298,8 @@ class Host {
       return true;
     }
     if (this.lastLimits && grown > this.retireAbove(this.lastLimits)) {
-      this.retire = true;
-      this.handle.kill(`it grew by ${Math.round(grown / MiB)} MiB while idle`);
+      this.retireFor(`it grew by ${Math.round(grown / MiB)} MiB while idle`);
+      this.handle.kill(this.retireWhy);
       return true;
     }
     return false;
@@ -315,8 +336,8 @@ class Host {
     const creditMs = Math.min(burstMs, last.creditMs + share * (now - last.at)) - used;
     this.idleCpu = { cpuMs, at: now, creditMs };
     if (creditMs >= 0) return false;
-    this.retire = true;
-    this.handle.kill(`it used ${Math.round(used)} ms of CPU while it had no run`);
+    this.retireFor(`it used ${Math.round(used)} ms of CPU while it had no run`);
+    this.handle.kill(this.retireWhy);
     return true;
   }
 
@@ -393,6 +414,17 @@ class Host {
     if (!this.dead) this.handle.kill();
   }
 
+  /** It serves no more runs, for this reason (the first one given is kept). */
+  retireFor(why: string): void {
+    this.retire = true;
+    this.retireWhy ??= why;
+  }
+
+  /** Why it is gone or going: how it ended, else why it was retired. */
+  get endedWhy(): string {
+    return this.exit?.why ?? this.retireWhy ?? "replaced";
+  }
+
   private onReply(message: Exclude<HostReply, { type: "ready" }>): void {
     const current = this.current;
     // A host answers each run once, and only the run it was sent: anything else is a host that no
@@ -419,10 +451,10 @@ class Host {
     // one, whose smaller allowance it would exceed from the start (seen on a loaded machine).
     const engineNow = CAN_MEASURE_PROCESSES ? this.handle.measureEngine?.() : undefined;
     if (engineNow !== undefined) this.lastBytes = Math.max(this.lastBytes, engineNow);
-    if (this.lastBytes - this.idleBytes > this.retireAbove(job.limits)) this.retire = true;
+    if (this.lastBytes - this.idleBytes > this.retireAbove(job.limits)) this.retireFor(`it held ${Math.round((this.lastBytes - this.idleBytes) / MiB)} MiB more after a run than idle`);
     const engineGrown = this.engineGrownBytes;
-    if (engineGrown !== undefined && this.options.memory.engine && engineGrown > this.options.memory.engine.retireAboveBytes(job.limits)) this.retire = true;
-    if (message.type === "result" && message.retire) this.retire = true;
+    if (engineGrown !== undefined && this.options.memory.engine && engineGrown > this.options.memory.engine.retireAboveBytes(job.limits)) this.retireFor(`its engine grew by ${Math.round(engineGrown / MiB)} MiB`);
+    if (message.type === "result" && message.retire) this.retireFor("it asked to be replaced after its run");
     current.finished();
   }
 
@@ -571,7 +603,8 @@ export class HostPoolSandbox implements Sandbox {
     const fits = this.options.memory.engine?.fits;
     const engineGrown = host.engineGrownBytes;
     if (!limits || !fits || engineGrown === undefined || fits(limits, engineGrown)) return true;
-    this.replaced++;
+    host.retireFor(`its engine grew by ${Math.round(engineGrown / MiB)} MiB, more than a run with these limits may start from`);
+    this.noteReplaced(host);
     this.all.delete(host);
     host.kill();
     return false;
@@ -708,7 +741,7 @@ export class HostPoolSandbox implements Sandbox {
     // A host that served its one run (or its share of them) ends as planned: not a replacement.
     const recycle = (singleUse || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
     if (host.dead || host.retire || recycle || this.disposed) {
-      if (!this.disposed && !recycle) this.replaced++;
+      if (!this.disposed && !recycle) this.noteReplaced(host);
       this.all.delete(host);
       host.kill();
       if (this.disposed) return;
@@ -718,6 +751,13 @@ export class HostPoolSandbox implements Sandbox {
         if (!this.handOver(host.key, undefined)) this.keepSpare();
       } else if (this.idle.length === 0) this.idle.push(this.startHost());
     } else if (host.key === undefined || !this.handOver(host.key, host)) this.idle.push(host);
+  }
+
+  /** A host replaced (not one that served its share, nor one stopped to make room): counted, and told to the watchers. */
+  private noteReplaced(host: Host): void {
+    this.replaced++;
+    const replacement = { label: this.options.label, why: host.endedWhy };
+    for (const watch of replacementWatchers) watch(replacement);
   }
 
   private startHost(): Host {
@@ -743,7 +783,7 @@ export class HostPoolSandbox implements Sandbox {
       for (const host of this.all) {
         // A busy host killed here is counted once, when its run releases it (release).
         if (host.busy) host.checkMemory();
-        else if (idleToo && this.idle.includes(host) && (host.checkMemory() || host.checkIdleCpu())) this.replaced++;
+        else if (idleToo && this.idle.includes(host) && (host.checkMemory() || host.checkIdleCpu())) this.noteReplaced(host);
       }
     }, MEASURE_MS);
     this.measuring.unref();
