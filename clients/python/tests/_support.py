@@ -53,8 +53,10 @@ class EnvworkerServer:
         env.pop("PORT", None)
         env.pop("HOST", None)
         env.update(self.extra_env)
-        # --no-node-snapshot directly, so the CLI does not re-execute itself.
-        cmd = [node, "--no-node-snapshot", str(entry), "serve", "--host", "127.0.0.1", "--port", "0", *self.envs]
+        # The flags bin/envworker.js would otherwise re-execute itself to add (isolated-vm's
+        # --no-node-snapshot; from a checkout, the condition that resolves "envworker" to src/), so
+        # the process started is the server itself (test/helpers/serve-process.ts SERVER_NODE_FLAGS).
+        cmd = [node, "--no-node-snapshot", "--conditions=envworker-source", str(entry), "serve", "--host", "127.0.0.1", "--port", "0", *self.envs]
         self.proc = subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
