@@ -2,28 +2,60 @@
  * What every attacker process of test/hostile-memory.test.ts shares (one-byte-pieces.mjs,
  * slow-senders.mjs, score-flood.mjs): connections that send something and wait, each counted as
  * "waiting" or by how it was answered (an HTTP status line, "close CODE", "error"), reported as
- * one JSON line after HOLD_MS, then every connection closed.
+ * one JSON line once the server has been quiet for HOLD_MS, then every connection closed.
+ *
+ * Quiet, not HOLD_MS after each connection was made: with a second copy of the suite running (load
+ * ~20), the server had not yet read the sockets' data 2 s after they were opened, and all 300 were
+ * reported waiting where it refuses all but 69. Anything the server does to a connection (an
+ * answer, a close, a pong) restarts the wait.
  */
 import { connect } from "node:net";
 
 const outcomes = [];
 const closers = [];
+/** Connections not settled yet: each resolves "waiting" once the server has been quiet for its hold. */
+const unsettled = new Set();
+let lastActivity = performance.now();
+let quietTimer;
 
-/** Reports `outcome` ("waiting" if nothing settled it within holdMs); `close` ends its connection. */
+/** The server did something to one of the connections (or one was opened): the quiet starts again. */
+export function activity() {
+  lastActivity = performance.now();
+}
+
+function settleQuiet(holdMs) {
+  quietTimer ??= setInterval(() => {
+    if (performance.now() - lastActivity < holdMs) return;
+    for (const done of unsettled) done("waiting");
+    clearInterval(quietTimer);
+  }, 50);
+}
+
+/** Reports `outcome` ("waiting" if nothing settled it before the server was quiet for holdMs); `close` ends its connection. */
 function track(holdMs, settle, close) {
+  activity();
   outcomes.push(
-    new Promise((done) => {
+    new Promise((resolve) => {
+      const done = (outcome) => {
+        if (!unsettled.delete(done)) return;
+        activity();
+        resolve(outcome);
+      };
+      unsettled.add(done);
       settle(done);
-      setTimeout(() => done("waiting"), holdMs);
     }),
   );
   closers.push(close);
+  settleQuiet(holdMs);
 }
 
 /** A raw TCP client: `send(socket)` once connected; its outcome is the first line it is answered. */
 export function rawClient({ origin, holdMs, localAddress, send }) {
   const { hostname, port } = new URL(origin);
-  const sock = connect({ port: Number(port), host: hostname, ...(localAddress ? { localAddress } : {}) }, () => send(sock));
+  const sock = connect({ port: Number(port), host: hostname, ...(localAddress ? { localAddress } : {}) }, () => {
+    activity();
+    send(sock);
+  });
   track(
     holdMs,
     (done) => {
@@ -43,6 +75,8 @@ export function wsClient(ws, holdMs) {
   track(
     holdMs,
     (done) => {
+      ws.on("open", activity);
+      ws.on("pong", activity);
       ws.on("close", (code) => done(`close ${code}`));
       ws.on("error", () => done("error"));
     },

@@ -3,7 +3,7 @@
  * (one byte per fragment), then wait without finishing it (test/hostile-memory.test.ts). From its
  * own process, like the other attackers. Usage:
  *   node one-byte-pieces.mjs chunked|fragments ORIGIN COUNT PIECES HOLD_MS
- * After HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many
+ * Once the server has been quiet for HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many
  * were still waiting (their pieces held by the server) and how the others were answered. A
  * WebSocket sends a ping after its fragments: one still waiting whose pong came back is "held" (the
  * server has parsed all of its fragments, and holds them); the others still waiting were not read

@@ -3,7 +3,7 @@
  * ends (test/hostile-memory.test.ts, test/hostile-score.test.ts), from their own process and from
  * their own loopback addresses (the server tells clients apart by address). Usage:
  *   node score-flood.mjs ORIGIN COUNT HOLD_MS LOCAL_ADDRESS[,LOCAL_ADDRESS...] [ITEMS]
- * Connections take the addresses in turn. After HOLD_MS it prints one JSON line,
+ * Connections take the addresses in turn. Once the server has been quiet for HOLD_MS it prints one JSON line,
  * {"waiting": n, "answers": {...}} (attackers.mjs), with the body's size.
  */
 import { rawClient, report } from "./attackers.mjs";

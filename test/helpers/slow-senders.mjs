@@ -3,7 +3,7 @@
  * wait (test/hostile-memory.test.ts), from their own process: writing hundreds of MB from the test
  * process would stall the probe that measures the server. Usage:
  *   node slow-senders.mjs http|ws ORIGIN COUNT BYTES HOLD_MS
- * After HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many
+ * Once the server has been quiet for HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many
  * were still waiting (their bytes held by the server) and how the others were answered.
  */
 import WebSocket from "ws";
