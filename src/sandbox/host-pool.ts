@@ -198,7 +198,7 @@ class Host {
   /** Set when the host should not serve again (grown, recycled); it is killed when released. */
   retire = false;
   /** Why it was retired or killed (for the server's log of replacements). */
-  retireWhy: string | undefined;
+  private retireWhy: string | undefined;
   runs = 0;
   private exit: HostExit | undefined;
   /** The queue key this host serves (affinity), once it served one. */
