@@ -21,6 +21,7 @@ import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
 import { createPythonSandbox } from "./sandbox/python.ts";
 import { watchHostReplacements } from "./sandbox/host-pool.ts";
+import { describeConfinement } from "./sandbox/confine.ts";
 import { JudgeClient } from "./server/judge-client.ts";
 import { logger } from "./server/log.ts";
 import { MemoryOrsSessions, ORS_SESSIONS } from "./server/ors.ts";
@@ -118,6 +119,10 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
 
 /** Start serving; resolves once the port is bound (port 0 picks a free one). */
 export function startServer(envs: readonly Environment[], config: Partial<ServerConfig> = {}, opts: NodeAppOptions = {}): Promise<RunningServer> {
+  // Whether bubblewrap works here is tried once per process, by starting Node under it with
+  // spawnSync (31-47 ms idle, 161-207 ms beside six busy loops): now, before the port is bound,
+  // not at the first sandboxed run (or serve's warning after its URL), where it held up requests.
+  describeConfinement();
   const { app, store, engine, sandboxes, injectWebSocket, wss } = buildNodeApp(envs, config, opts);
   const graceMs = config.shutdownGraceMs ?? 10_000;
   store.startSweeping();

@@ -104,11 +104,6 @@ async function serveCommand(argv: string[]): Promise<number> {
     return superviseServe(argv.filter((a) => a !== "--watch"), files);
   }
   const { startServer } = await import("../node.ts");
-  // Sandbox hosts are confined (src/sandbox/confine.ts): whether bubblewrap works here is tried once,
-  // by starting Node under it (spawnSync, 0.1 s idle, seconds on a busy machine). Tried now, before
-  // the port is bound, not when the warning below is printed: that would hold up the first requests.
-  const { describeConfinement, warnIfWeaklyConfined } = await import("../sandbox/confine.ts");
-  describeConfinement();
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(envs, config);
@@ -119,7 +114,8 @@ async function serveCommand(argv: string[]): Promise<number> {
     return 1;
   }
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
-  // Say now if this machine weakens the sandbox hosts' confinement.
+  // Say now if this machine weakens the sandbox hosts' confinement (tried before the port was bound: startServer).
+  const { warnIfWeaklyConfined } = await import("../sandbox/confine.ts");
   warnIfWeaklyConfined();
   for (const e of envs) console.log(`  ${server.url}/envs/${e.name}  ${e.description}`);
   // The playground; with a token, the form a browser can open (it cannot send the header).
