@@ -50,9 +50,14 @@ export function callWaits(call: number): CallWaits {
   };
 }
 
+/** The waits of the call whose `services` these are; undefined outside an environment thread's call. */
+export function callWaitsOf(services?: object): CallWaits | undefined {
+  return (services as { [CALL_WAITS]?: CallWaits } | undefined)?.[CALL_WAITS];
+}
+
 /** Starts a wait of the call given by `services` (a no-op without one: outside an environment thread's call). */
 export function waitingOutside(services?: object): () => void {
-  const own = (services as { [CALL_WAITS]?: CallWaits } | undefined)?.[CALL_WAITS];
+  const own = callWaitsOf(services);
   return own ? own() : () => {};
 }
 

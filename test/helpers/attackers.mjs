@@ -28,6 +28,7 @@ function settleQuiet(holdMs) {
     if (performance.now() - lastActivity < holdMs) return;
     for (const done of unsettled) done("waiting");
     clearInterval(quietTimer);
+    quietTimer = undefined; // a connection tracked after this waits for a quiet of its own
   }, 50);
 }
 
