@@ -11,6 +11,8 @@ export default defineConfig({
     // in the threads that load environments.
     execArgv: ["--no-node-snapshot", "--conditions=envworker-source"],
     include: ["test/**/*.test.ts"],
+    // Builds dist/ when it is not the build of the sources (test/global-setup.ts).
+    globalSetup: ["test/global-setup.ts"],
     // Generous: at load ~20 (a second copy of the suite running) tests that restart sandbox hosts
     // take 30+ s. A test that hangs still fails, later.
     testTimeout: 90_000,

@@ -4,7 +4,7 @@
 // vitest failed.) Each half is an npm script. They run at the same time: vitest's output streams
 // to the terminal, the others' is held and printed, whole, once vitest is done. Arguments after
 // `npm test --` go to vitest.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +23,15 @@ const halves = [
 ];
 
 const args = process.argv.slice(2);
+
+// dist/ first, when it is not the build of the sources: the servers both halves start then run
+// compiled code without tsx's loader (bin/envworker.js), and vitest's globalSetup, which would
+// build it too (test/global-setup.ts), must not rewrite it under the Python half's servers.
+const built = spawnSync(process.execPath, ["bin/envworker.js", "build", "--if-stale"], { stdio: "inherit" });
+if (built.status !== 0) {
+  console.log(`\nnpm test: building dist/ failed (${built.status ?? built.signal}); no test ran`);
+  process.exit(1);
+}
 
 /** Runs `npm run <script>` (through the npm that runs this script, when there is one). */
 function runScript({ script, stream, forwardArgs, extraArgs = [], env }) {

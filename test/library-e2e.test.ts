@@ -128,8 +128,11 @@ async function stop(child: ChildProcess): Promise<void> {
 describe("envworker as a library: init, install the packed tarball offline, test, serve, validate, eval, workerd", { timeout: 240_000 }, () => {
   beforeAll(async () => {
     tmp = mkdtempSync(join(tmpdir(), "envworker-e2e-"));
-    // The package as npm would publish it: `npm pack` runs prepack (npm run build → dist/).
-    const packed = await run("npm", ["pack", "--json", "--pack-destination", tmp], { cwd: ROOT, env: cleanEnv(), maxBuffer: 64 << 20 });
+    // The package as npm would publish it. dist/ is already the build of the sources (vitest's
+    // globalSetup, test/global-setup.ts), so prepack's build (npm run build) is skipped: it would
+    // delete and rewrite dist/ under the servers other test files are starting from it.
+    // own-package-install.test.ts runs the build itself, in a copy of the checkout.
+    const packed = await run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", tmp], { cwd: ROOT, env: cleanEnv(), maxBuffer: 64 << 20 });
     const tarball = join(tmp, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
 
     project = join(tmp, "my-env");

@@ -128,6 +128,33 @@ describe("a package made by init from a checkout, installed with npm", () => {
     expect(r.out).not.toMatch(/building dist/);
   }, 300_000);
 
+  it("npx envworker runs the checkout's dist/ while it is the build of the sources, and the sources once they change", async () => {
+    // Which code runs shows in --version: each copy of envworkerVersion is made to name itself.
+    const mark = (file: string, label: string) => {
+      const before = readFileSync(file, "utf8");
+      const after = before.replace(/export function envworkerVersion\(\)(: string)? \{/, (m) => `${m} return "${label}";`);
+      expect(after).not.toBe(before);
+      writeFileSync(file, after);
+      return () => writeFileSync(file, before);
+    };
+    const version = async () => (await run(process.execPath, [join(project, "node_modules/.bin/envworker"), "--version"], project)).out.trim();
+    const unmarkDist = mark(join(checkout, "dist/src/cli/version.js"), "compiled");
+    try {
+      // dist/ is fresh (the test above built it; its stamp covers the sources, not dist/ itself).
+      expect(await version()).toBe("compiled");
+      const unmarkSource = mark(join(checkout, "src/cli/version.ts"), "sources");
+      try {
+        // A source changed (a git pull, an edit): its dist/ is older, so the sources run, through tsx.
+        expect(await version()).toBe("sources");
+      } finally {
+        unmarkSource();
+      }
+      expect(await version()).toBe("compiled");
+    } finally {
+      unmarkDist();
+    }
+  }, 300_000);
+
   it("once the checkout changes, its stale dist/ is refused, naming what changed; build --check says so", async () => {
     const file = join(checkout, "src/env/messages.ts");
     const before = readFileSync(file, "utf8");

@@ -68,9 +68,15 @@ async function playGuessGame(serve: LiveCommand, name: string, shot: string) {
   return page;
 }
 
+/**
+ * Asks bin/envworker.js for the sources (src/ through tsx), which it runs when the checkout's dist/
+ * is older than them: where the JSX settings went wrong. Otherwise it runs dist/, compiled by tsc.
+ */
+const FROM_SOURCES = { NODE_OPTIONS: "--conditions=envworker-source" };
+
 describe("a package made by envworker init, commands run from its directory", { timeout: 300_000 }, () => {
-  it("serve: the playground lists the package's environment and plays an episode", async () => {
-    const page = await playGuessGame(pkg.spawn(["serve", "--port", "0"]), "my-env", "own-package-playground");
+  it("serve (from the sources): the playground lists the package's environment and plays an episode", async () => {
+    const page = await playGuessGame(pkg.spawn(["serve", "--port", "0"], FROM_SOURCES), "my-env", "own-package-playground");
     expect(await page.locator('.msg[data-role="user"] .content').last().textContent()).toBe("Correct!");
   });
 
@@ -80,13 +86,13 @@ describe("a package made by envworker init, commands run from its directory", { 
     await playGuessGame(pythonPkg.spawn(["serve", "--port", "0"], WORKER_PYTHON), "my-py", "own-package-python-playground");
   });
 
-  it("eval -s then view: the viewer shows the saved run", async () => {
+  it("eval -s then view (from the sources): the viewer shows the saved run", async () => {
     const evaluated = await pkg.run(["eval", "-m", "fake/model", "-b", fake.baseURL, "-n", "2", "-r", "1", "-s"]);
     expect(evaluated.code, evaluated.stderr).toBe(0);
     const runDir = /^Saved results to (.+)$/m.exec(evaluated.stdout)![1]!;
     expect(existsSync(join(resolve(pkg.dir, runDir), "metadata.json"))).toBe(true);
 
-    const view = pkg.spawn(["view", "--port", "0"]);
+    const view = pkg.spawn(["view", "--port", "0"], FROM_SOURCES);
     running.push(view);
     const url = (await view.waitFor(/^(http:\/\/\S+)\/$/m))[1]!;
     const { page, problems } = await openPage(browser);

@@ -24,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
 import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
+import { prepareImport } from "../node/typescript-loader.ts";
 import { envworkerRoot } from "./version.ts";
 import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../python/load.ts";
 import { catalogSpec, selectCatalog } from "../python/catalogs.ts";
@@ -57,7 +58,9 @@ export async function findProjectConfig(dir: string): Promise<ProjectConfig | un
     if (!existsSync(file)) continue;
     let mod: { default?: unknown };
     try {
-      mod = (await import(pathToFileURL(file).href)) as { default?: unknown };
+      const url = pathToFileURL(file).href;
+      await prepareImport(url);
+      mod = (await import(url)) as { default?: unknown };
     } catch (err) {
       throw new SpecError(`${file}: ${describeLoadError(err, file)}`);
     }

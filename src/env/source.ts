@@ -12,18 +12,21 @@ const sources = new WeakMap<Environment, string>();
 const STAMP = "#envworker-files=";
 
 /**
- * src/node/source-files.ts, Node only (it reads files): imported by a computed name, so that a Worker's
- * bundle, which has this module (episode.ts names an environment's source) but never imports an
- * environment from a URL, does not take node:fs with it.
+ * src/node/source-files.ts and src/node/typescript-loader.ts, Node only (they read files, register
+ * a loader): imported by a computed name, so that a Worker's bundle, which has this module
+ * (episode.ts names an environment's source) but never imports an environment from a URL, does not
+ * take node:fs with it.
  */
 interface SourceFiles {
   filesStamp(moduleUrl: string): string | undefined;
   checkStamp(moduleUrl: string, stamp: string): void;
 }
-async function sourceFiles(): Promise<SourceFiles> {
+interface TypeScriptLoader {
+  prepareImport(url: string): Promise<void>;
+}
+async function nodeModule<T>(name: string): Promise<T> {
   const here = (import.meta as { url: string }).url;
-  const name = here.endsWith(".ts") ? "../node/source-files.ts" : "../node/source-files.js";
-  return (await import(/* @vite-ignore */ new URL(name, here).href)) as SourceFiles;
+  return (await import(/* @vite-ignore */ new URL(`../node/${name}${here.endsWith(".ts") ? ".ts" : ".js"}`, here).href)) as T;
 }
 
 /** The module URL `env` was loaded from, if it was loaded through importEnvironments (with its fingerprint, see src/node/source-files.ts). */
@@ -58,12 +61,13 @@ export async function importEnvironments(moduleUrl: string): Promise<Environment
   const url = at === -1 ? moduleUrl : moduleUrl.slice(0, at);
   let source = moduleUrl;
   if (url.startsWith("file:")) {
-    const files = await sourceFiles();
+    const files = await nodeModule<SourceFiles>("source-files");
     if (at !== -1) files.checkStamp(url, moduleUrl.slice(at + STAMP.length));
     else {
       const stamp = files.filesStamp(url);
       if (stamp !== undefined) source = `${url}${STAMP}${stamp}`;
     }
+    await (await nodeModule<TypeScriptLoader>("typescript-loader")).prepareImport(url);
   }
   let mod: { default?: unknown };
   try {

@@ -1,7 +1,10 @@
 /**
  * Worker threads whose entry module (or what it imports) may be TypeScript. Loaders registered in the parent (tsx
  * through its API, as bin/envworker.js does, or vitest's) do not reach worker threads, and a failed
- * import is cached, so the bootstrap registers tsx inside the thread before the first import.
+ * import is cached, so when the entry is TypeScript (run from the sources) the bootstrap registers
+ * tsx inside the thread before the first import. A compiled entry (dist/) starts without it: the
+ * thread registers tsx itself before it imports a module that is not envworker's own
+ * (src/node/typescript-loader.ts), and most threads never do.
  * Every thread pool on Node (environment code) starts its threads through this; sandbox hosts are
  * processes (src/sandbox/confine.ts).
  */
@@ -17,9 +20,7 @@ try {
   if (tid > 0) require("node:os").setPriority(tid, 10);
 } catch {}
 (async () => {
-  // Always, not only for a .ts entry: an installed envworker runs compiled .js, and the modules a
-  // thread imports (a user's environments) may still be TypeScript.
-  try {
+  if (workerData.__tsx) try {
     const { register } = await import(workerData.__tsx);
     register();
   } catch {
@@ -48,7 +49,7 @@ function tsx(): string {
  * entry as `workerData` (two keys starting with `__` are the bootstrap's).
  */
 export function startWorker(entry: URL, options: WorkerOptions & { workerData?: Record<string, unknown> } = {}): Worker {
-  const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: tsx() };
+  const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: /\.[cm]?tsx?$/.test(entry.pathname) ? tsx() : undefined };
   return new Worker(BOOTSTRAP, { ...options, eval: true, workerData: data });
 }
 

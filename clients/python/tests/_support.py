@@ -53,10 +53,12 @@ class EnvworkerServer:
         env.pop("PORT", None)
         env.pop("HOST", None)
         env.update(self.extra_env)
-        # The flags bin/envworker.js would otherwise re-execute itself to add (isolated-vm's
-        # --no-node-snapshot; from a checkout, the condition that resolves "envworker" to src/), so
-        # the process started is the server itself (test/helpers/serve-process.ts SERVER_NODE_FLAGS).
-        cmd = [node, "--no-node-snapshot", "--conditions=envworker-source", str(entry), "serve", "--host", "127.0.0.1", "--port", "0", *self.envs]
+        # The flag bin/envworker.js would otherwise re-execute itself to add (isolated-vm's
+        # --no-node-snapshot), so the process started is the server itself
+        # (test/helpers/serve-process.ts SERVER_NODE_FLAGS). `npm test` builds dist/ first, so it
+        # runs the compiled code of these sources; with a stale dist/ it runs the sources through
+        # tsx (and re-executes itself to add the condition that resolves "envworker" to src/).
+        cmd = [node, "--no-node-snapshot", str(entry), "serve", "--host", "127.0.0.1", "--port", "0", *self.envs]
         self.proc = subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
