@@ -3,7 +3,7 @@
 // so `npm pack` ships code a consumer runs without tsx or this repository's tsconfig.
 // Two passes: Node + the shipped environments, then envworker/workers with the Workers types.
 import { execFileSync } from "node:child_process";
-import { cpSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -11,17 +11,31 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tsc = createRequire(join(root, "package.json")).resolve("typescript/bin/tsc");
 
-rmSync(join(root, "dist"), { recursive: true, force: true });
-for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
-  // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
-  execFileSync(process.execPath, [tsc, "-p", join(root, project)], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
+// Built beside dist/ and swapped in at the end: processes run from a checkout's dist/ while it is
+// fresh (bin/envworker.js), and a server that starts a thread or a sandbox host while this builds
+// must find the old dist/ whole, not a half-written one.
+const dist = join(root, "dist");
+const building = join(root, `dist.building-${process.pid}`);
+rmSync(building, { recursive: true, force: true });
+try {
+  for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
+    // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
+    execFileSync(process.execPath, [tsc, "-p", join(root, project), "--outDir", building], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
+  }
+  // The zygotes (Python and QuickJS) are Python, not compiled: shipped beside the JavaScript that starts them.
+  for (const dir of ["python-zygote", "quickjs-zygote"]) {
+    cpSync(join(root, "src", "sandbox", dir), join(building, "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
+  }
+  // What was compiled, for `envworker build --if-stale` and the compiled entries' check
+  // (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it.
+  const { stampText, STAMP_FILE } = await import(pathToFileURL(join(building, "src", "node", "dist-stamp.js")).href);
+  writeFileSync(join(building, STAMP_FILE), stampText(root));
+  const old = `${dist}.old-${process.pid}`;
+  if (existsSync(dist)) renameSync(dist, old);
+  renameSync(building, dist);
+  rmSync(old, { recursive: true, force: true });
+} catch (err) {
+  rmSync(building, { recursive: true, force: true });
+  throw err;
 }
-// The zygotes (Python and QuickJS) are Python, not compiled: shipped beside the JavaScript that starts them.
-for (const dir of ["python-zygote", "quickjs-zygote"]) {
-  cpSync(join(root, "src", "sandbox", dir), join(root, "dist", "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
-}
-// What was compiled, for `envworker build --if-stale` and the compiled entries' check
-// (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it.
-const { stampText, STAMP_FILE } = await import(pathToFileURL(join(root, "dist", "src", "node", "dist-stamp.js")).href);
-writeFileSync(join(root, "dist", STAMP_FILE), stampText(root));
 console.error("build: dist/ written");

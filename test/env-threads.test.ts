@@ -39,6 +39,7 @@ async function probe(until: Promise<unknown>): Promise<number[]> {
   while (!done) {
     const t0 = performance.now();
     const r = await post(`${base}/reset`, {});
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
     const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: reverseTextGold(r.body.observation.messages) } });
     expect(s.body.reward).toBe(1);
     latencies.push(performance.now() - t0);
@@ -132,6 +133,7 @@ describe("environment threads", () => {
     try {
       const base = `${server.url}/envs/throwing-reward`;
       const r = await post(`${base}/reset`, { seed: 1 });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
       const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: "throw" } });
       expect(s.status).toBe(200);
       expect(s.body).toMatchObject({ reward: 0, done: true });
@@ -147,6 +149,7 @@ describe("environment threads", () => {
   it("tools reach the main thread's sandbox from an environment thread", async () => {
     const base = `${server.url}/envs/math-tools`;
     const r = await post(`${base}/reset`, { seed: 1 });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
     const call = { id: "c1", type: "function", function: { name: "javascript", arguments: JSON.stringify({ code: "6 * 7" }) } };
     const s = await post(`${base}/step`, { episode_id: r.body.episode_id, action: { content: null, tool_calls: [call] } });
     expect(s.status, JSON.stringify(s.body)).toBe(200);
