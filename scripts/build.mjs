@@ -16,6 +16,14 @@ const tsc = createRequire(join(root, "package.json")).resolve("typescript/bin/ts
 // must find the old dist/ whole, not a half-written one.
 const dist = join(root, "dist");
 const building = join(root, `dist.building-${process.pid}`);
+// What is about to be compiled, for `envworker build --if-stale` and the compiled entries' check
+// (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it, and
+// neither does bin/envworker.js, which runs dist/ while it is fresh. Taken before tsc reads a file:
+// a source edited during the build then differs from its stamp, so dist/ counts as stale.
+const { register } = await import("tsx/esm/api");
+register();
+const { stampText, STAMP_FILE } = await import(pathToFileURL(join(root, "src", "node", "dist-stamp.ts")).href);
+const stamp = stampText(root);
 rmSync(building, { recursive: true, force: true });
 try {
   for (const project of ["tsconfig.build.json", "tsconfig.build-worker.json"]) {
@@ -26,10 +34,7 @@ try {
   for (const dir of ["python-zygote", "quickjs-zygote"]) {
     cpSync(join(root, "src", "sandbox", dir), join(building, "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
   }
-  // What was compiled, for `envworker build --if-stale` and the compiled entries' check
-  // (src/node/dist-stamp.ts): a package linked to this checkout never runs a dist/ older than it.
-  const { stampText, STAMP_FILE } = await import(pathToFileURL(join(building, "src", "node", "dist-stamp.js")).href);
-  writeFileSync(join(building, STAMP_FILE), stampText(root));
+  writeFileSync(join(building, STAMP_FILE), stamp);
   const old = `${dist}.old-${process.pid}`;
   if (existsSync(dist)) renameSync(dist, old);
   renameSync(building, dist);
