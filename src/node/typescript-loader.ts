@@ -2,9 +2,10 @@
  * TypeScript for the modules compiled envworker imports that are not its own (Node only). Run
  * compiled (dist/, from a package or a checkout whose dist/ is fresh: bin/envworker.js), envworker
  * needs no loader for its own code, and tsx's hooks would make each of its few hundred imports
- * cost about three times as much (a server's start: 1.3 s of CPU without them, 3.1 s with, main
- * process and its environment threads together). So tsx is registered in a thread the first time
- * that thread is about to import a module from outside envworker's compiled files: a user's
+ * cost about three times as much (a server's start: 1.1 s of CPU without them, 2.8 s with, main
+ * process and its environment threads together: `npm run bench -- server-start`). So tsx is
+ * registered in a thread the first time that thread is about to import a module from outside
+ * envworker's compiled files: a user's
  * environment, config or environment package, whatever language it is written in (as before,
  * when tsx was always registered).
  *
