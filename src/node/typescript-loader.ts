@@ -5,9 +5,8 @@
  * cost about three times as much (a server's start: 1.1 s of CPU without them, 2.8 s with, main
  * process and its environment threads together: `npm run bench -- server-start`). So tsx is
  * registered in a thread the first time that thread is about to import a module from outside
- * envworker's compiled files: a user's
- * environment, config or environment package, whatever language it is written in (as before,
- * when tsx was always registered).
+ * envworker's compiled files: a user's environment, config or environment package, whatever
+ * language it is written in (as before, when tsx was always registered).
  *
  * Run from the sources (.ts), whatever loads them (tsx, registered by bin/envworker.js or a
  * thread's bootstrap, src/node/ts-worker.ts; vitest) loads a user's TypeScript too: nothing to do.
