@@ -28,11 +28,13 @@ export interface BenchServerOptions {
   bin?: string;
   /** Environments to serve (`envworker serve ENV ...`; default all). */
   envs?: string[];
+  /** Node flags besides --no-node-snapshot (`--conditions=envworker-source`: the sources, not dist/). */
+  nodeFlags?: string[];
 }
 
 export async function startBenchServer(env: Record<string, string> = {}, opts: BenchServerOptions = {}): Promise<BenchServer> {
   // --no-node-snapshot up front so the shim does not re-exec: the pid is the server's own.
-  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", opts.bin ?? BIN, "serve", "--port", "0", ...(opts.envs ?? [])], {
+  const child: ChildProcess = spawn(process.execPath, ["--no-node-snapshot", ...(opts.nodeFlags ?? []), opts.bin ?? BIN, "serve", "--port", "0", ...(opts.envs ?? [])], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, ...env },
   });

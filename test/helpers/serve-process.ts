@@ -22,11 +22,9 @@ export interface ServeProcess {
  * The Node flag bin/envworker.js would otherwise re-execute itself to add (isolated-vm's
  * --no-node-snapshot): given directly, the spawned process is the server itself, so its pid, RSS
  * and liveness are the server's. dist/ is fresh (test/global-setup.ts), so it runs the compiled
- * code of these sources; SOURCE_NODE_FLAGS runs the sources through tsx instead.
+ * code of these sources (`--conditions=envworker-source` would ask for the sources through tsx).
  */
 export const SERVER_NODE_FLAGS = ["--no-node-snapshot"];
-/** The flags that ask bin/envworker.js for the sources (src/ through tsx, "envworker" resolved to src/). */
-export const SOURCE_NODE_FLAGS = ["--no-node-snapshot", "--conditions=envworker-source"];
 
 export async function spawnServe(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, "bin/envworker.js", "serve", ...args], {
