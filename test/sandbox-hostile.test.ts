@@ -18,6 +18,17 @@ const NODE_BACKENDS: { name: string; create(): HostPoolSandbox }[] = [
   { name: "QuickJS in child processes", create: () => createQuickJSProcessSandbox({ maxConcurrency: 2 }) },
 ];
 
+/** `promise`, or a failure saying `why()` once `ms` have passed. */
+async function within<T>(promise: Promise<T>, ms: number, why: () => string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(why())), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function expectFailed(r: RunResult, names: string[]): void {
   expect(r.ok, JSON.stringify(r).slice(0, 400)).toBe(false);
   expect(names, JSON.stringify(r.error)).toContain(r.error?.name);
@@ -111,9 +122,12 @@ describe.each(NODE_BACKENDS)("hostile input: $name", ({ create }) => {
       // Ten-minute runs: unless cancelled, they would hold both slots for the rest of this test.
       runs = Array.from({ length: 6 }, () => sandbox.run("while (true) {}", { queueKey: "gone", signal: controller.signal, timeoutMs: 600_000, onStart }));
     });
-    await bothRunning;
+    // Bounded, so that a hang says where it was (once, under load, this test ran out its 90 s).
+    await within(bothRunning, 45_000, () => `the first two runs did not start (${started} started)`);
     controller.abort(new Error("client disconnected"));
-    const results = await Promise.all(runs);
+    const settled = new Set<number>();
+    runs.forEach((r, i) => void r.then(() => settled.add(i)));
+    const results = await within(Promise.all(runs), 30_000, () => `cancelled runs did not end: ${runs.length - settled.size} of ${runs.length} still pending (${started} had started)`);
     for (const r of results) expectFailed(r, ["CancelledError"]);
     expect(started).toBe(2); // the queued four never ran
     expect(results.filter((r) => /before it started: client disconnected/.test(r.error!.message))).toHaveLength(4);
