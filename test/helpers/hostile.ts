@@ -14,7 +14,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { expect } from "vitest";
 import { reverseTextGold } from "./oracles.ts";
-import { cpuSlowdown } from "./slowdown.ts";
+import { cpuSlowdown, loadDuring, median } from "./slowdown.ts";
 import { delayProbe } from "../../src/sandbox/run-delay.ts";
 import { SERVER_NODE_FLAGS } from "./serve-process.ts";
 
@@ -216,16 +216,16 @@ export async function underAttack<T>(server: LiveServer, attack: () => Promise<T
   // The load is read while the attack runs too, every second: the machine's other work (a second
   // copy of the suite) comes and goes, and two reads, before and after, missed its peak (a probe of
   // 3.5 s at load factor 2.27). Their median, so one read in a burst does not set it.
-  const during: number[] = [];
-  const loadReader = setInterval(() => during.push(cpuSlowdown(20)), 1000);
+  const loadReads = loadDuring({ afterMs: 1000, everyMs: 1000 });
   let result: T;
+  let during: number[];
   try {
     result = await attack();
   } finally {
     attackDone = true;
     await probing;
     serverWait.close();
-    clearInterval(loadReader);
+    during = loadReads.stop();
   }
   const alive = server.alive();
   const rssAfterKiB = alive ? server.rssKiB() : 0;
@@ -234,12 +234,6 @@ export async function underAttack<T>(server: LiveServer, attack: () => Promise<T
   // after counts for at most twice what was read before.
   const slowdown = Math.max(slowdownBefore, Math.min(median([...during, cpuSlowdown()]), 2 * slowdownBefore));
   return { result, probes, rssBeforeKiB, rssAfterKiB, alive, slowdown };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** The service goal: every probe served within this many milliseconds (of an idle machine: see expectServed). */

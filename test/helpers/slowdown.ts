@@ -21,3 +21,32 @@ export function cpuSlowdown(cpuMs = 50): number {
   }
   return Math.max(1, (performance.now() - wall0) / (cpuUs / 1000));
 }
+
+/** The median of `values` (not empty). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Reads the load (cpuSlowdown of `cpuMs`) every `everyMs` while something is under way, starting
+ * `afterMs` from now: a read after the fact misses the machine's other work where it came and went
+ * (a second copy of the suite, a neighbour's busy loops). `stop()` ends the reads and returns them.
+ * With `afterMs` at an idle bound, what finishes within it costs no read at all.
+ */
+export function loadDuring(opts: { afterMs?: number; everyMs: number; cpuMs?: number }): { stop(): number[] } {
+  const reads: number[] = [];
+  let every: ReturnType<typeof setInterval> | undefined;
+  const start = setTimeout(() => {
+    reads.push(cpuSlowdown(opts.cpuMs ?? 20));
+    every = setInterval(() => reads.push(cpuSlowdown(opts.cpuMs ?? 20)), opts.everyMs);
+  }, opts.afterMs ?? 0);
+  return {
+    stop() {
+      clearTimeout(start);
+      clearInterval(every);
+      return reads;
+    },
+  };
+}
