@@ -10,7 +10,8 @@
  */
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { fmt, percentile, startBenchServer } from "./server.ts";
+import { median } from "../test/helpers/slowdown.ts";
+import { fmt, startBenchServer } from "./server.ts";
 
 const ROOT = join(import.meta.dirname, "..");
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -38,8 +39,6 @@ async function startOnce(nodeFlags: string[]): Promise<Start> {
     await server.stop();
   }
 }
-
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 
 export async function benchServerStart(): Promise<void> {
   execFileSync(process.execPath, [join(ROOT, "bin/envworker.js"), "build", "--if-stale"], { cwd: ROOT, stdio: "inherit" });
