@@ -15,6 +15,20 @@
  * wait, as before.
  */
 
+/** What the thread knows of a call for work done for it outside (a Python worker's): whose it is, and when its caller left. */
+export interface ThreadCallScope {
+  client: string;
+  signal: AbortSignal;
+}
+
+/** The key of a call's `ThreadCallScope` on the services its code is given (env-thread.ts `servicesFor`). */
+export const CALL_SCOPE: unique symbol = Symbol("envworker.callScope");
+
+/** The scope of the call whose `services` these are; undefined outside an environment thread's call. */
+export function callScopeOf(services?: object): ThreadCallScope | undefined {
+  return (services as { [CALL_SCOPE]?: ThreadCallScope } | undefined)?.[CALL_SCOPE];
+}
+
 /** Starts a wait of the call outside the thread; the function it returns ends it (once). */
 export type CallWaits = () => () => void;
 

@@ -18,7 +18,8 @@ export type CallOp =
   | { op: "examples"; env: string; req: ExamplesRequest };
 
 export type ToThread =
-  | { t: "call"; id: number; seq: number; op: CallOp }
+  /** `client`: whose call it is (the episode's owner, or the stateless route's caller). */
+  | { t: "call"; id: number; seq: number; op: CallOp; client: string }
   | { t: "service-result"; sid: number; result: RunResult }
   | { t: "service-error"; sid: number; message: string }
   | { t: "judge-result"; sid: number; reply: JudgeReply }

@@ -9,7 +9,7 @@ import type { Environment } from "../env/environment.ts";
 import { stepEpisode } from "../env/episode.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { CALL_WAITS, callWaits, onCallWaits } from "./call-waits.ts";
+import { CALL_SCOPE, CALL_WAITS, callWaits, onCallWaits } from "./call-waits.ts";
 import { importEnvironments } from "../env/source.ts";
 import type { RunOptions, RunResult, Sandbox } from "../sandbox/types.ts";
 import { stateBytes } from "../server/engine.ts";
@@ -51,6 +51,8 @@ const judging = new Map<number, { resolve: (r: JudgeReply) => void; reject: (e: 
  */
 const requestsOf = new Map<number, Set<number>>();
 let nextServiceId = 1;
+/** Each call in progress's cancellation, for work done for it outside the thread (a Python worker's call): aborted when the main thread forgets it. */
+const abortsOf = new Map<number, AbortController>();
 
 function requestOf(call: number, sid: number): void {
   let sids = requestsOf.get(call);
@@ -64,10 +66,18 @@ function forget(call: number): void {
     judging.delete(sid);
   }
   requestsOf.delete(call);
+  abortsOf.get(call)?.abort(new Error("its caller gave up"));
+  abortsOf.delete(call);
+}
+
+/** A call is over: what was kept for it goes. */
+function ended(call: number): void {
+  requestsOf.delete(call);
+  abortsOf.delete(call);
 }
 
 /** The services one call sees: proxies whose runs are executed (and scheduled) by the main thread. */
-function servicesFor(call: number): Services {
+function servicesFor(call: number, client: string): Services {
   const services: Record<string, Sandbox> = {};
   for (const [name, kind] of Object.entries(serviceKinds)) {
     services[name] = {
@@ -100,11 +110,14 @@ function servicesFor(call: number): Services {
         },
       }
     : undefined;
-  // The call's waits on work the thread does for it outside (a Python worker's call): call-waits.ts.
-  return { ...(services as Services), judge, [CALL_WAITS]: callWaits(call) } as Services;
+  // The call's waits on work the thread does for it outside (a Python worker's call), and whose it
+  // is and when its caller left, for that work's own queue: call-waits.ts.
+  const abort = new AbortController();
+  abortsOf.set(call, abort);
+  return { ...(services as Services), judge, [CALL_WAITS]: callWaits(call), [CALL_SCOPE]: { client, signal: abort.signal } } as Services;
 }
 
-async function run(op: CallOp, call: number): Promise<unknown> {
+async function run(op: CallOp, call: number, client: string): Promise<unknown> {
   const env = envs.get(op.env);
   if (!env) throw new ApiError("UNKNOWN_ENV", `environment ${op.env} is not loaded in this thread`);
   switch (op.op) {
@@ -121,13 +134,13 @@ async function run(op: CallOp, call: number): Promise<unknown> {
       return made;
     }
     case "step": {
-      const { state, result, failures } = await stepEpisode(env, op.state, op.action, servicesFor(call));
+      const { state, result, failures } = await stepEpisode(env, op.state, op.action, servicesFor(call, client));
       return { state, result, bytes: stateBytes(state), failures: failures.map((f) => ({ where: f.where, error: describe(f.error) })) };
     }
     case "score":
-      return scoreGroups(env, { groups: op.groups, grouped: op.grouped }, servicesFor(call), op.first);
+      return scoreGroups(env, { groups: op.groups, grouped: op.grouped }, servicesFor(call, client), op.first);
     case "mcp":
-      return handleMcp(env, op.body, servicesFor(call));
+      return handleMcp(env, op.body, servicesFor(call, client));
     case "examples":
       return listExamples(env, op.req);
   }
@@ -147,13 +160,13 @@ function receive(msg: ToThread): void {
     case "call":
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
-      run(msg.op, msg.id).then(
+      run(msg.op, msg.id, msg.client).then(
         (value) => {
-          requestsOf.delete(msg.id);
+          ended(msg.id);
           post({ t: "done", id: msg.id, seq: msg.seq, value });
         },
         (err: unknown) => {
-          requestsOf.delete(msg.id);
+          ended(msg.id);
           post(
             err instanceof ApiError
               ? { t: "failed", id: msg.id, seq: msg.seq, code: err.code, message: err.message, details: err.details, ...(err.cause !== undefined ? { cause: describe(err.cause) } : {}) }

@@ -491,7 +491,7 @@ export class EnvThreadPool implements EnvEngine {
     thread.calls.add(call);
     call.resumedAt = performance.now();
     call.spentMs = 0;
-    thread.post({ t: "call", id: call.id, seq: call.seq, op: call.op });
+    thread.post({ t: "call", id: call.id, seq: call.seq, op: call.op, client: call.scope.client ?? call.scope.key });
   }
 
   private timedOut(call: Call): void {

@@ -11,7 +11,7 @@ import type { EnvMessage, JsonObject, JsonValue, Message } from "../env/messages
 import type { RewardInput } from "../env/rubric.ts";
 import type { Services } from "../env/services.ts";
 import { MessageSchema } from "../server/protocol.ts";
-import { CALL_WAITS, callWaitsOf } from "../node/call-waits.ts";
+import { CALL_SCOPE, CALL_WAITS, callScopeOf, callWaitsOf } from "../node/call-waits.ts";
 import type { PythonLink } from "./link.ts";
 import type { PySpec } from "./protocol.ts";
 
@@ -51,7 +51,8 @@ function perArgs<T>(compute: (args: unknown) => T): (args: unknown) => T {
 /** The services a call's `sandbox.run` requests are run on. */
 function servicesOf(ctx: Services): Services {
   // With the call's waits (src/node/call-waits.ts): the worker's time does not count against the call's deadline.
-  return { sandbox: ctx.sandbox, python: ctx.python, judge: ctx.judge, [CALL_WAITS]: callWaitsOf(ctx) } as Services;
+  // With its scope: the worker queues it with its client's calls and drops it when its caller leaves.
+  return { sandbox: ctx.sandbox, python: ctx.python, judge: ctx.judge, [CALL_WAITS]: callWaitsOf(ctx), [CALL_SCOPE]: callScopeOf(ctx) } as Services;
 }
 
 function asExample(raw: unknown, what: string): Example<JsonObject> {

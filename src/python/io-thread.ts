@@ -1,20 +1,27 @@
 /**
  * Worker-thread entry of link.ts: owns one Python environment worker process (clients/python/src/
- * envworker/worker.py) and speaks its JSON-lines protocol, so that the thread that hosts the
+ * envworker/worker.py) and speaks its framed protocol (frames.ts), so that the thread that hosts the
  * environment (an environment thread, or the main thread while environments load) may wait for a
  * call synchronously (Atomics.wait) without anyone else waiting on it: the process's pipes, its
  * deadlines and its restarts are served here whatever that thread does.
  *
+ * - respond, rewards and tools (the calls that carry model output) each run in a child the worker
+ *   forks for the call (envworker/_call_fork.py): one call's misdeeds end with its process. They
+ *   queue here fairly per client (FairQueue: a client with many episodes or a 64-item /score gets
+ *   no more turns than one with one), at most `callsPerClient` of a client and `calls` in all at
+ *   once; a call whose caller gave up leaves the queue, or has its child killed.
  * - Every call has a deadline (settings.timeoutMs) on the run clock (src/sandbox/run-delay.ts): time
- *   the process waited for a CPU does not count, nor does time a call spends waiting for a sandbox
- *   run (the server runs it, see link.ts); its wall time stretches to stretchCapMs at most. (On the
- *   wall clock, two copies of the test suite at once made 2 s calls that print 16 MB time out.) Past it the call fails (EXECUTION_ERROR,
- *   reason TIMEOUT) and the process is killed; the other calls it held are sent again to the next
- *   one (a call is a function of its inputs), at most MAX_ATTEMPTS times each.
- * - A process that dies (a crash, its memory limit) costs the calls it held the same way: sent
- *   again, failing with reason CRASHED once a call has seen MAX_ATTEMPTS processes die under it.
- * - A line longer than settings.maxMessageBytes is never held: the process is killed, the call the
- *   line answers (its id leads the line) fails with reason TOO_LARGE.
+ *   its process waited for a CPU does not count (a forked call's child, found by the pid the worker
+ *   reports), nor does time a call spends waiting for a sandbox run (the server runs it, see
+ *   link.ts); its wall time stretches to stretchCapMs at most. Past it the call fails
+ *   (EXECUTION_ERROR, reason TIMEOUT): a forked call's child is killed; an inline call (dataset,
+ *   generate, ...) runs in the worker itself, which is killed, and the calls it held are sent again
+ *   to the next one (a call is a function of its inputs), at most MAX_ATTEMPTS times each.
+ * - A forked call's child that dies costs that call (CRASHED); a worker that dies costs the calls
+ *   it held the same way as a deadline: sent again, failing with reason CRASHED once a call has
+ *   seen MAX_ATTEMPTS processes die under it.
+ * - A frame larger than settings.maxMessageBytes is refused at its header, never held: the call it
+ *   answers fails with reason TOO_LARGE (the worker checks its children's; this is for its own).
  * - The process's stderr (the environment's print()) is passed on to the server's, at most
  *   STDERR_BUDGET bytes a minute; a flood is dropped and counted, never held.
  * - A new process starts at the next call (its start has its own deadline).
@@ -23,8 +30,10 @@ import type { ChildProcess } from "node:child_process";
 import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { launchConfined } from "../sandbox/confine.ts";
 import { stretchCapMs, type DelayProbe } from "../sandbox/deadline.ts";
-import { leafProcess } from "../sandbox/process-memory.ts";
+import { FairQueue } from "../sandbox/fair-queue.ts";
+import { childWithNsPid, leafProcess } from "../sandbox/process-memory.ts";
 import { delayProbe } from "../sandbox/run-delay.ts";
+import { FrameError, FrameReader, frame, type FrameHeader } from "./frames.ts";
 import { workerProfile, type PythonSettings } from "./settings.ts";
 import type { FromIo, PySpec, ToIo, CallFailure } from "./protocol.ts";
 
@@ -45,12 +54,17 @@ const MAX_ATTEMPTS = 2;
 const STDERR_BUDGET = 32 * 1024;
 /** The tail of stderr kept to explain a crash. */
 const STDERR_TAIL = 4096;
+/** The calls the worker forks a child for (envworker/_call_fork.py FORKED). */
+const FORKED = new Set(["respond", "reward", "tool"]);
 
 interface Call {
   id: number;
   sync: boolean;
   method: string;
   params: unknown;
+  /** Runs in a child of its own (FORKED): queued per client, killed alone. */
+  forked: boolean;
+  client: string;
   attempts: number;
   /** Computing time left (ms); the clock stops while it waits for sandbox runs or for a CPU. */
   leftMs: number;
@@ -64,6 +78,8 @@ interface Call {
   /** Sandbox runs it waits for. */
   waiting: number;
   proc: Proc | undefined;
+  /** The waits for a CPU of the process it computes in (its child's once the worker says which). */
+  delay: DelayProbe | undefined;
   /** Its caller gave up: its answer goes nowhere, its deadline still holds (a hung call still costs the process). */
   forgotten: boolean;
 }
@@ -73,23 +89,23 @@ interface Proc {
   ready: Promise<PySpec[]>;
   dead: boolean;
   stderrTail: string;
-  /** Its waits for a CPU (the run clock), opened at its first call. */
+  /** The worker's own pid as the server sees it (found at its hello, before it has children). */
+  pid: number | undefined;
+  /** Its waits for a CPU (the run clock of its inline calls), opened at its first call. */
   waited: DelayProbe | undefined;
-}
-
-/** Milliseconds process `p` has waited for a CPU so far (0 where that cannot be read). */
-function waitedMs(p: Proc | undefined): number {
-  if (!p?.child?.pid) return 0;
-  p.waited ??= delayProbe(`/proc/${leafProcess(p.child.pid)}/schedstat`);
-  return p.waited();
 }
 
 /** The call's computing time since its clock last started: wall time less its process's waits. */
 function ranMs(call: Call): number {
-  return performance.now() - call.startedAt - Math.max(0, waitedMs(call.proc) - call.waitedAt);
+  return performance.now() - call.startedAt - Math.max(0, (call.delay?.() ?? 0) - call.waitedAt);
 }
 
 const calls = new Map<number, Call>();
+/** Forked calls waiting for a turn, by client. */
+const queue = new FairQueue<Call>();
+/** Forked calls sent and not yet answered, in all and per client. */
+let running = 0;
+const runningOf = new Map<string, number>();
 let proc: Proc | undefined;
 let stderrSent = 0;
 let stderrDropped = 0;
@@ -110,8 +126,10 @@ function idleLater(): void {
 
 function answer(call: Call, msg: FromIo): void {
   calls.delete(call.id);
+  release(call);
   idleLater();
   if (call.timer) clearTimeout(call.timer);
+  if (call.forked) call.delay?.close();
   if (call.forgotten) return;
   if (call.sync) {
     syncPort.postMessage(msg);
@@ -123,6 +141,40 @@ function answer(call: Call, msg: FromIo): void {
 function fail(call: Call, failure: CallFailure): void {
   answer(call, { t: "failed", id: call.id, failure });
 }
+
+/** Writes a frame to the worker (a dead one's pipe takes nothing: its exit says what happened). */
+function write(p: Proc, fields: Record<string, unknown>, body?: Buffer): void {
+  if (!p.dead) p.child.stdin!.write(frame(fields, body));
+}
+
+// -- the fair queue of forked calls --------------------------------------------------------------
+
+function slotFree(call: Call): boolean {
+  return running < settings.calls && (runningOf.get(call.client) ?? 0) < settings.callsPerClient;
+}
+
+/** Sends the queued forked calls that have a turn now, clients in turn. */
+function pump(): void {
+  for (let call = queue.shiftReady(slotFree); call; call = queue.shiftReady(slotFree)) {
+    running++;
+    runningOf.set(call.client, (runningOf.get(call.client) ?? 0) + 1);
+    void send(call);
+  }
+}
+
+/** A forked call that held a turn gives it back (answered, failed, forgotten). */
+function release(call: Call): void {
+  if (!call.forked) return;
+  if (queue.remove(call.client, call)) return;
+  const n = runningOf.get(call.client) ?? 0;
+  if (n <= 0) return;
+  running--;
+  if (n === 1) runningOf.delete(call.client);
+  else runningOf.set(call.client, n - 1);
+  queueMicrotask(pump);
+}
+
+// -- the process -----------------------------------------------------------------------------------
 
 function passStderr(chunk: Buffer, p: Proc): void {
   const text = chunk.toString("utf8");
@@ -160,6 +212,8 @@ function lost(p: Proc, why: string, except?: Call): void {
     if (call.timer) clearTimeout(call.timer);
     call.timer = undefined;
     call.proc = undefined;
+    if (call.forked) call.delay?.close();
+    call.delay = undefined;
     if (++call.attempts >= MAX_ATTEMPTS) fail(call, { reason: "CRASHED", message: `the Python worker died under it: ${why}` });
     else void send(call);
   }
@@ -176,7 +230,7 @@ function startProcess(): Proc {
     rejectReady = rej;
   });
   ready.catch(() => {});
-  const p: Proc = { child: undefined as unknown as ChildProcess, ready, dead: false, stderrTail: "", waited: undefined };
+  const p: Proc = { child: undefined as unknown as ChildProcess, ready, dead: false, stderrTail: "", pid: undefined, waited: undefined };
   const startTimer = setTimeout(() => {
     rejectReady(new StartRefused(`the Python worker for ${target} did not start within ${settings.startTimeoutMs / 1000} s (ENVWORKER_PYTHON_START_TIMEOUT_S)`));
     kill(p);
@@ -188,33 +242,22 @@ function startProcess(): Proc {
         child.kill("SIGKILL");
         return;
       }
-      let buffered: Buffer[] = [];
-      let size = 0;
+      const reader = new FrameReader(settings.maxMessageBytes);
       child.stdout!.on("data", (chunk: Buffer) => {
-        // A process being killed may still be sending (the rest of an oversized line): dropped.
-        if (p.dead) {
-          buffered = [];
-          return;
+        // A process being killed may still be sending: dropped.
+        if (p.dead) return;
+        let frames;
+        try {
+          frames = reader.push(chunk);
+        } catch (err) {
+          const e = err as FrameError;
+          const call = e.id === undefined ? undefined : calls.get(e.id);
+          if (e.tooLarge && call && call.proc === p) fail(call, { reason: "TOO_LARGE", message: `its answer is larger than ${settings.maxMessageBytes} bytes (ENVWORKER_PYTHON_MAX_MESSAGE_MB)` });
+          return lost(p, e.tooLarge ? "it sent a message larger than the limit" : e.message, call);
         }
-        let start = 0;
-        for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
-          const piece = chunk.subarray(start, nl);
-          const line = buffered.length === 0 ? piece : Buffer.concat([...buffered, piece]);
-          buffered = [];
-          size = 0;
-          start = nl + 1;
-          if (line.length > settings.maxMessageBytes) return tooLarge(p, line);
-          receive(p, line, resolveReady, rejectReady);
+        for (const f of frames) {
+          receive(p, f.header, f.body, resolveReady, rejectReady);
           if (p.dead) return;
-        }
-        if (start < chunk.length) {
-          buffered.push(chunk.subarray(start));
-          size += chunk.length - start;
-          if (size > settings.maxMessageBytes) {
-            const head = Buffer.concat(buffered.slice(0, 8)).subarray(0, 64);
-            buffered = [];
-            tooLarge(p, head);
-          }
         }
       });
       child.stderr!.on("data", (chunk: Buffer) => passStderr(chunk, p));
@@ -242,33 +285,63 @@ function startProcess(): Proc {
   return p;
 }
 
-/** A line over the limit: the call it answers (its id leads the line) fails, the process goes. */
-function tooLarge(p: Proc, head: Buffer): void {
-  const id = /^\{"t":"(?:done|failed|sandbox)","id":(\d+)/.exec(head.subarray(0, 64).toString("latin1"))?.[1];
-  const call = id === undefined ? undefined : calls.get(Number(id));
-  if (call && call.proc === p) fail(call, { reason: "TOO_LARGE", message: `its answer is larger than ${settings.maxMessageBytes} bytes (ENVWORKER_PYTHON_MAX_MESSAGE_MB)` });
-  lost(p, "it sent a message larger than the limit", call);
+function json(body: Buffer): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(body.toString("utf8"));
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-function receive(p: Proc, line: Buffer, resolveReady: (s: PySpec[]) => void, rejectReady: (e: Error) => void): void {
-  let msg: { t?: unknown; id?: unknown; [k: string]: unknown };
-  try {
-    msg = JSON.parse(line.toString("utf8")) as typeof msg;
-  } catch {
-    return lost(p, "it wrote something that is not a protocol message");
+function receive(p: Proc, h: FrameHeader, body: Buffer, resolveReady: (s: PySpec[]) => void, rejectReady: (e: Error) => void): void {
+  if (h.t === "hello") {
+    // Before any call: the chain of first children below the spawned pid ends at the worker.
+    if (p.child.pid) p.pid = leafProcess(p.child.pid);
+    return resolveReady((json(body)?.envs ?? []) as PySpec[]);
   }
-  if (msg.t === "hello") return resolveReady(msg.envs as PySpec[]);
-  if (msg.t === "load-error") return rejectReady(new StartRefused(String(msg.message)));
-  const call = typeof msg.id === "number" ? calls.get(msg.id) : undefined;
+  if (h.t === "load-error") return rejectReady(new StartRefused(String(json(body)?.message ?? "the module did not load")));
+  const call = typeof h.id === "number" ? calls.get(h.id) : undefined;
   if (!call || call.proc !== p) return; // a call that timed out or moved: its answer is no longer awaited
-  if (msg.t === "done") answer(call, { t: "done", id: call.id, value: msg.value });
-  else if (msg.t === "failed") {
-    const e = (msg.error ?? {}) as { type?: string; message?: string; traceback?: string; too_large?: boolean };
-    fail(call, e.too_large ? { reason: "TOO_LARGE", message: String(e.message) } : { reason: "ERROR", type: String(e.type ?? "Error"), message: String(e.message ?? ""), traceback: String(e.traceback ?? "") });
-  } else if (msg.t === "sandbox") {
-    // The clock stops while the server runs it (it has its own limits).
-    if (call.waiting++ === 0) pause(call);
-    asyncPort.postMessage({ t: "sandbox", id: call.id, sid: msg.sid, code: msg.code, lang: msg.lang, options: msg.options } satisfies FromIo);
+  switch (h.t) {
+    case "started": {
+      // The call's child: its clock is that process's from here.
+      const child = p.pid !== undefined && typeof h.pid === "number" ? childWithNsPid(p.pid, h.pid) : undefined;
+      if (child === undefined) return;
+      const ran = call.waiting === 0 ? ranMs(call) : 0;
+      call.delay?.close();
+      call.delay = delayProbe(`/proc/${child}/schedstat`);
+      call.waitedAt = call.delay();
+      if (call.waiting === 0) {
+        call.leftMs -= ran;
+        call.startedAt = performance.now();
+      }
+      return;
+    }
+    case "done": {
+      let value: unknown;
+      try {
+        value = JSON.parse(body.toString("utf8"));
+      } catch {
+        return fail(call, { reason: "CRASHED", message: "its answer could not be read" });
+      }
+      return answer(call, { t: "done", id: call.id, value });
+    }
+    case "failed": {
+      const e = (json(body) ?? {}) as { type?: string; message?: string; traceback?: string; too_large?: boolean };
+      return fail(call, e.too_large ? { reason: "TOO_LARGE", message: String(e.message) } : { reason: "ERROR", type: String(e.type ?? "Error"), message: String(e.message ?? ""), traceback: String(e.traceback ?? "") });
+    }
+    case "crashed": {
+      const e = json(body) ?? {};
+      return fail(call, { reason: e.reason === "TOO_LARGE" ? "TOO_LARGE" : "CRASHED", message: String(e.message ?? "its process died") });
+    }
+    case "sandbox": {
+      const req = json(body) ?? {};
+      // The clock stops while the server runs it (it has its own limits).
+      if (call.waiting++ === 0) pause(call);
+      asyncPort.postMessage({ t: "sandbox", id: call.id, sid: h.sid, code: req.code, lang: req.lang, options: req.options } satisfies FromIo);
+      return;
+    }
   }
 }
 
@@ -284,7 +357,7 @@ function resume(call: Call): void {
   if (call.pausedAt > 0) call.capAt += now - call.pausedAt;
   call.pausedAt = 0;
   call.startedAt = now;
-  call.waitedAt = waitedMs(call.proc);
+  call.waitedAt = call.delay?.() ?? 0;
   const check = () => {
     const left = Math.min(call.leftMs - ranMs(call), call.capAt - performance.now());
     if (left > 0) call.timer = setTimeout(check, left);
@@ -296,7 +369,10 @@ function resume(call: Call): void {
 function timedOut(call: Call): void {
   const p = call.proc;
   fail(call, { reason: "TIMEOUT", message: `it took longer than ${settings.timeoutMs / 1000} s (ENVWORKER_PYTHON_TIMEOUT_S)` });
-  if (p) lost(p, `a call (${call.method}) passed its deadline`, call);
+  if (!p) return;
+  // A forked call's child goes alone; an inline call holds the worker itself.
+  if (call.forked) write(p, { t: "kill", id: call.id });
+  else lost(p, `a call (${call.method}) passed its deadline`, call);
 }
 
 async function ensureProcess(): Promise<Proc> {
@@ -326,17 +402,23 @@ async function send(call: Call): Promise<void> {
   call.waiting = 0;
   call.capAt = performance.now() + stretchCapMs(settings.timeoutMs);
   call.pausedAt = 0;
+  // Until the worker says which child runs it, a forked call's clock is the wall clock.
+  if (!call.forked && p.child.pid) call.delay = (p.waited ??= delayProbe(`/proc/${p.pid ?? leafProcess(p.child.pid)}/schedstat`));
   resume(call);
-  p.child.stdin!.write(JSON.stringify({ t: "call", id: call.id, method: call.method, params: call.params }) + "\n");
+  write(p, { t: "call", id: call.id, method: call.method }, Buffer.from(JSON.stringify(call.params)));
 }
 
 function handle(msg: ToIo): void {
   switch (msg.t) {
     case "call": {
-      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, waitedAt: 0, capAt: 0, pausedAt: 0, timer: undefined, waiting: 0, proc: undefined, forgotten: false };
+      const forked = FORKED.has(msg.method);
+      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, forked, client: msg.client ?? "", attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, waitedAt: 0, capAt: 0, pausedAt: 0, timer: undefined, waiting: 0, proc: undefined, delay: undefined, forgotten: false };
       calls.set(call.id, call);
       idleLater();
-      void send(call);
+      if (forked) {
+        queue.push(call.client, call);
+        pump();
+      } else void send(call);
       break;
     }
     case "describe":
@@ -354,14 +436,21 @@ function handle(msg: ToIo): void {
       const call = calls.get(msg.id);
       if (!call || !call.proc || call.proc.dead) return;
       if (--call.waiting === 0) resume(call);
-      call.proc.child.stdin!.write(JSON.stringify(msg.t === "sandbox-result" ? { t: msg.t, sid: msg.sid, result: msg.result } : { t: msg.t, sid: msg.sid, message: msg.message }) + "\n");
+      const payload = msg.t === "sandbox-result" ? { result: msg.result } : { message: msg.message };
+      write(call.proc, { t: msg.t, id: call.id, sid: msg.sid }, Buffer.from(JSON.stringify(payload)));
       break;
     }
     case "forget": {
-      // Its caller gave up (a tool's timeout): the answer is not awaited; a call still running past
-      // its deadline still costs the process, or it would hold it for every later call.
+      // Its caller gave up (a tool's timeout, a request that went away): a queued call leaves the
+      // queue, a forked one's child is killed. An inline call still running past its deadline still
+      // costs the process, or it would hold it for every later call.
       const call = calls.get(msg.id);
-      if (call) call.forgotten = true;
+      if (!call) break;
+      call.forgotten = true;
+      if (!call.forked) break;
+      const p = call.proc;
+      answer(call, { t: "failed", id: call.id, failure: { reason: "CRASHED", message: "abandoned" } });
+      if (p) write(p, { t: "kill", id: call.id });
       break;
     }
     case "stop":

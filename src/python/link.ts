@@ -13,7 +13,8 @@ import { isMainThread, MessageChannel, receiveMessageOnPort, type MessagePort, t
 import { z } from "zod";
 import { ApiError } from "../env/errors.ts";
 import type { Services } from "../env/services.ts";
-import { threadBlocked, waitingOutside } from "../node/call-waits.ts";
+import { callScopeOf, threadBlocked, waitingOutside } from "../node/call-waits.ts";
+import { anySignal } from "../sandbox/scope.ts";
 import { siblingModule, startWorker } from "../node/ts-worker.ts";
 import type { RunOptions } from "../sandbox/types.ts";
 import { PySpecSchema, type CallFailure, type FromIo, type PySpec, type ToIo } from "./protocol.ts";
@@ -120,9 +121,14 @@ export class PythonLink {
     }
   }
 
-  /** An asynchronous call; its `sandbox.run` requests run on `services`. */
+  /**
+   * An asynchronous call; its `sandbox.run` requests run on `services`. It is queued with its
+   * client's calls (the services' scope) and dropped when `signal` or the scope's signal fires.
+   */
   call(env: string, method: string, params: Record<string, unknown>, services?: Services, signal?: AbortSignal): Promise<unknown> {
     const id = this.nextId++;
+    const scope = callScopeOf(services);
+    if (scope) signal = signal ? anySignal(signal, scope.signal) : scope.signal;
     // As callSync: the worker's deadlines bound this wait, not the environment call's.
     const waited = waitingOutside(services);
     return new Promise<unknown>((resolve, reject) => {
@@ -137,19 +143,25 @@ export class PythonLink {
         },
       );
       this.refresh();
-      this.asyncPort.postMessage({ t: "call", id, sync: false, method, params: { env, ...params } } satisfies ToIo);
+      if (signal?.aborted) return this.abandoned(id, signal, waited, reject);
+      this.asyncPort.postMessage({ t: "call", id, sync: false, method, params: { env, ...params }, client: scope?.client } satisfies ToIo);
       signal?.addEventListener(
         "abort",
         () => {
-          if (!this.pending.delete(id)) return;
-          this.refresh();
+          if (!this.pending.has(id)) return;
           this.asyncPort.postMessage({ t: "forget", id } satisfies ToIo);
-          waited();
-          reject(signal.reason instanceof Error ? signal.reason : new Error("the call was abandoned"));
+          this.abandoned(id, signal, waited, reject);
         },
         { once: true },
       );
     });
+  }
+
+  private abandoned(id: number, signal: AbortSignal, waited: () => void, reject: (e: Error) => void): void {
+    this.pending.delete(id);
+    this.refresh();
+    waited();
+    reject(signal.reason instanceof Error ? signal.reason : new Error("the call was abandoned"));
   }
 
   /** Stops the worker process and its I/O thread. */

@@ -31,7 +31,8 @@ export type CallFailure =
   | { reason: "TIMEOUT" | "CRASHED" | "TOO_LARGE" | "START"; message: string };
 
 export type ToIo =
-  | { t: "call"; id: number; sync: boolean; method: string; params: unknown }
+  /** `client`: whose call it is (forked calls queue fairly per client in the I/O thread). */
+  | { t: "call"; id: number; sync: boolean; method: string; params: unknown; client?: string | undefined }
   | { t: "describe" }
   | { t: "sandbox-result"; id: number; sid: number; result: RunResult }
   | { t: "sandbox-error"; id: number; sid: number; message: string }

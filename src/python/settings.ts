@@ -23,6 +23,15 @@ export interface PythonSettings {
   memoryMb: number;
   /** ENVWORKER_PYTHON_NETWORK=1: the worker may open connections (a judge's API); off by default. */
   network: boolean;
+  /** ENVWORKER_PYTHON_CALLS (default 16): respond/reward/tool calls a worker runs at once (a process each). */
+  calls: number;
+  /** ENVWORKER_PYTHON_CALLS_PER_CLIENT (default 2): of those, one client's at most; the rest queue in turn with other clients'. */
+  callsPerClient: number;
+  /**
+   * Whether respond/reward/tool calls run in a child forked per call (always, but for the
+   * baseline of bench/python-env-calls.ts: the worker as it was, every call in its own process).
+   */
+  forkCalls: boolean;
 }
 
 function seconds(raw: string | undefined, fallback: number, name: string): number {
@@ -47,6 +56,9 @@ export function pythonSettings(env: NodeJS.ProcessEnv = process.env): PythonSett
     maxMessageBytes: positive(env.ENVWORKER_PYTHON_MAX_MESSAGE_MB, 64, "ENVWORKER_PYTHON_MAX_MESSAGE_MB") * 1024 * 1024,
     memoryMb: positive(env.ENVWORKER_PYTHON_MEMORY_MB, 4096, "ENVWORKER_PYTHON_MEMORY_MB"),
     network: env.ENVWORKER_PYTHON_NETWORK === "1",
+    calls: positive(env.ENVWORKER_PYTHON_CALLS, 16, "ENVWORKER_PYTHON_CALLS"),
+    callsPerClient: positive(env.ENVWORKER_PYTHON_CALLS_PER_CLIENT, 2, "ENVWORKER_PYTHON_CALLS_PER_CLIENT"),
+    forkCalls: true,
   };
 }
 
@@ -168,7 +180,8 @@ export function workerProfile(target: string, settings: PythonSettings): Program
         }
         readable.push(dir);
       }
-      return { executable, args: ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes)], readable: [...new Set(readable)] };
+      const args = ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes), ...(settings.forkCalls ? [] : ["--no-fork"])];
+      return { executable, args, readable: [...new Set(readable)] };
     },
   };
 }

@@ -56,6 +56,25 @@ function childrenOf(pid: number): number[] {
   return children;
 }
 
+/**
+ * The child of `parent` whose pid in its own PID namespace is `nsPid` (the last field of its
+ * status's NSpid line: a process reports its children's pids as its namespace sees them), or
+ * undefined. Outside a namespace a process's NSpid is its pid.
+ */
+export function childWithNsPid(parent: number, nsPid: number): number | undefined {
+  for (const child of childrenOf(parent)) {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${child}/status`, "latin1");
+    } catch {
+      continue;
+    }
+    const line = /^NSpid:\s+([\d\s]+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    if (line && Number(line[line.length - 1]) === nsPid) return child;
+  }
+  return undefined;
+}
+
 /** `pid` and every process below it (at most MAX_PROCESSES), parents before their children. */
 export function processTree(pid: number): number[] {
   const tree = [pid];

@@ -8,21 +8,24 @@ read-only file system, no network unless the operator allows it, resource limits
 TARGET is a file (``env.py``), a folder (a package, or one holding ``env.py``) or an importable
 module name. The module exposes ``environment`` or ``environments``.
 
-Protocol: JSON lines on the worker's original stdin/stdout. The environment's own ``print`` goes to
-stderr (fd 1 is pointed there once the protocol has its own copy), so nothing it writes can be
-mistaken for a message; stdin is /dev/null to it.
+Protocol: frames (_frames.py: a 256-byte JSON header with the body's length ``n``, then the body)
+on the worker's original stdin/stdout. The environment's own ``print`` goes to stderr (fd 1 is
+pointed there once the protocol has its own copy), so nothing it writes can be mistaken for a
+message; stdin is /dev/null to it.
 
-    worker -> server  {"t":"hello","envs":[spec, ...]}          once loaded
-                      {"t":"load-error","message":...}          the module failed to load (then exit 1)
-                      {"t":"done","id":N,"value":...}
-                      {"t":"failed","id":N,"error":{"type","message","traceback"}}
-                      {"t":"sandbox","id":N,"sid":S,"code":...,"lang":...,"options":{...}}
-    server -> worker  {"t":"call","id":N,"method":...,"params":{...}}
-                      {"t":"sandbox-result","sid":S,"result":{...}} | {"t":"sandbox-error","sid":S,"message":...}
+    worker -> server  hello {protocol, envs: [spec, ...]}        once loaded
+                      load-error {message}                       the module failed to load (then exit 1)
+                      started id pid                             call `id` runs in child `pid` (its run clock)
+                      done id {value} | failed id {type, message, traceback, too_large}
+                      crashed id {reason, message}               the call's child died or broke the protocol
+                      sandbox id sid {code, lang, options}       a call's sandbox.run, run by the server
+    server -> worker  call id method {params}
+                      sandbox-result id sid {result} | sandbox-error id sid {message}
+                      kill id                                    the call's deadline passed, or its caller left
 
-Calls run as asyncio tasks: an ``async def`` function waiting for a sandbox run lets others go on.
-The server bounds every call with a deadline and kills the process past it; when its stdin closes
-(the server went away) the process exits at once.
+respond, rewards and tools run each in a child forked for the call (_call_fork.py): a call can
+change nothing of another's. The server bounds every call with a deadline (a child past it is
+killed; an inline call past it costs the process); when its stdin closes the process exits at once.
 """
 
 from __future__ import annotations
@@ -30,20 +33,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-import math
 import os
 import sys
-import threading
 import traceback
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .authoring import Environment, Example, Sandbox, Turn, completion_text
+from . import _seccomp
+from ._call_fork import CHILD_IN, ForkServer, child_frames
+from ._frames import answer, encode, finite, frame, read_frame
+from .authoring import Environment, Sandbox, Turn, completion_text
 
-PROTOCOL = 1
-
-
-class TooLarge(Exception):
-    pass
+PROTOCOL = 2
 
 
 def load_target(target: str) -> List[Environment]:
@@ -83,81 +83,13 @@ def load_target(target: str) -> List[Environment]:
     return found
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, Example):
-        return value.to_json()
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON (use numbers, strings, bools, None, lists and dicts)")
+class Calls:
+    """What a call does with its environment; the same code inline (in the fork server) and in a call's child."""
 
-
-def _finite(value: Any, where: str) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where} is {value}, not a finite number")
-    return value
-
-
-class Worker:
-    def __init__(self, envs: List[Environment], out: Any, max_bytes: int) -> None:
+    def __init__(self, envs: List[Environment]) -> None:
         self.envs = {e.name: e for e in envs}
-        self.out = out
-        self.max_bytes = max_bytes
-        self.next_sid = 1
-        self.pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
-        self.tasks: set = set()
 
-    def send(self, msg: Mapping[str, Any]) -> None:
-        data = json.dumps(msg, default=_json_default, allow_nan=False, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-        if len(data) > self.max_bytes:
-            raise TooLarge(f"the reply is {len(data)} bytes, more than the {self.max_bytes} a message may have")
-        self.out.write(data + b"\n")
-        self.out.flush()
-
-    def receive(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            return
-        t = msg.get("t")
-        if t == "call":
-            task = asyncio.ensure_future(self.handle(msg))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-        elif t in ("sandbox-result", "sandbox-error"):
-            fut = self.pending.pop(msg.get("sid"), None)
-            if fut is not None and not fut.done():
-                if t == "sandbox-result":
-                    fut.set_result(msg.get("result") or {})
-                else:
-                    fut.set_exception(RuntimeError(str(msg.get("message"))))
-
-    def sandbox_for(self, call_id: int) -> Sandbox:
-        async def runner(req: Dict[str, Any]) -> Dict[str, Any]:
-            sid = self.next_sid
-            self.next_sid += 1
-            fut: "asyncio.Future[Dict[str, Any]]" = asyncio.get_running_loop().create_future()
-            self.pending[sid] = fut
-            self.send({"t": "sandbox", "id": call_id, "sid": sid, **req})
-            return await fut
-
-        return Sandbox(runner)
-
-    async def handle(self, msg: Mapping[str, Any]) -> None:
-        call_id = msg.get("id")
-        try:
-            value = await self.run(call_id, str(msg.get("method")), msg.get("params") or {})
-            try:
-                self.send({"t": "done", "id": call_id, "value": value})
-            except (TypeError, ValueError) as err:
-                raise TypeError(f"its value cannot be sent: {err}") from None
-        except BaseException as err:  # an environment's error of any kind is its call's answer
-            if isinstance(err, (KeyboardInterrupt, SystemExit)):
-                os._exit(1)
-            tb = traceback.format_exception(type(err), err, err.__traceback__)
-            error = {"type": type(err).__name__, "message": str(err), "traceback": "".join(tb)[-4000:], "too_large": isinstance(err, TooLarge)}
-            self.send({"t": "failed", "id": call_id, "error": error})
-
-    async def run(self, call_id: Any, method: str, p: Mapping[str, Any]) -> Any:
+    async def run(self, method: str, p: Mapping[str, Any], sandbox: Sandbox) -> Any:
         env = self.envs.get(str(p.get("env")))
         if env is None:
             raise KeyError(f"no environment {p.get('env')!r} in this worker")
@@ -170,12 +102,10 @@ class Worker:
             return await env.system_prompt_for(args)
         if method == "max_turns":
             return await env.max_turns_for(args)
-        sandbox = self.sandbox_for(call_id)
         if method == "respond":
             state = dict(p.get("state") or {})
-            messages = list(p.get("messages") or [])
             turn = Turn(
-                messages=messages,
+                messages=list(p.get("messages") or []),
                 last_text=str(p.get("last_text") or ""),
                 turn=int(p.get("turn") or 0),
                 answer=str(p.get("answer") or ""),
@@ -198,53 +128,106 @@ class Worker:
                 "args": args,
                 "sandbox": sandbox,
             }
-            return _finite(await env.reward(str(p["name"]), inputs), f"reward {p['name']}")
+            return finite(await env.reward(str(p["name"]), inputs), f"reward {p['name']}")
         if method == "tool":
             return await env.call_tool(str(p["name"]), p.get("arguments") or {}, sandbox)
         raise ValueError(f"unknown method {method!r}")
+
+    def inline(self, method: str, params: Any) -> Any:
+        """A call run where it is asked (no sandbox: the forked methods have one)."""
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(self.run(method, params, Sandbox(None)))
+        finally:
+            loop.close()
+
+
+class ChildCall:
+    """One forked call: its sandbox runs go to the fork server as frames, their results come back on fd 0."""
+
+    def __init__(self, max_bytes: int, send: Callable[[Dict[str, Any], bytes], None]) -> None:
+        self.max_bytes = max_bytes
+        self.send = send
+        self.next_sid = 1
+        self.pending: Dict[int, "asyncio.Future[Dict[str, Any]]"] = {}
+
+    def sandbox(self) -> Sandbox:
+        async def runner(req: Dict[str, Any]) -> Dict[str, Any]:
+            sid = self.next_sid
+            self.next_sid += 1
+            fut: "asyncio.Future[Dict[str, Any]]" = asyncio.get_running_loop().create_future()
+            self.pending[sid] = fut
+            self.send({"t": "sandbox", "sid": sid}, encode(req, self.max_bytes))
+            return await fut
+
+        return Sandbox(runner)
+
+    def receive(self) -> None:
+        try:
+            fields, body = read_frame(CHILD_IN, self.max_bytes)
+        except EOFError:
+            os._exit(1)  # the fork server is gone
+        fut = self.pending.pop(fields.get("sid"), None)  # type: ignore[arg-type]
+        if fut is None or fut.done():
+            return
+        msg = json.loads(body) if body else {}
+        if fields.get("t") == "sandbox-result":
+            fut.set_result(msg.get("result") or {})
+        else:
+            fut.set_exception(RuntimeError(str(msg.get("message"))))
+
+
+def run_child(calls: Calls, max_bytes: int) -> Callable[[Optional[Tuple[str, bytearray]]], None]:
+    def run(first: Optional[Tuple[str, bytearray]]) -> None:
+        _seccomp.confine_to_self()
+        child = ChildCall(max_bytes, child_frames())
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        if first is None:  # a spare: ready before its call comes
+            fields, raw = read_frame(CHILD_IN, max_bytes)
+            method, body = str(fields.get("method")), bytearray(raw)
+        else:
+            method, body = first
+        params = json.loads(bytes(body)) if body else {}
+        loop.add_reader(CHILD_IN, child.receive)
+        t, data = answer(lambda: loop.run_until_complete(calls.run(method, params, child.sandbox())), max_bytes)
+        child.send({"t": t}, data)
+        sys.stderr.flush()
+        os._exit(0)
+
+    return run
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     target = argv[0]
     max_bytes = int(argv[1]) if len(argv) > 1 else 64 * 1024 * 1024
+    # Calls run here, unforked: only the benchmark's baseline (bench/python-env-calls.ts) asks for it.
+    fork_calls = not (len(argv) > 2 and argv[2] == "--no-fork")
     # The protocol keeps its own copies of stdin and stdout; the environment's print() goes to stderr
     # and its input() reads nothing.
-    out = os.fdopen(os.dup(1), "wb", buffering=1 << 16)
-    inp = os.fdopen(os.dup(0), "rb", buffering=1 << 16)
+    out_fd = os.dup(1)
+    in_fd = os.dup(0)
     os.dup2(2, 1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     sys.stdout = sys.stderr
 
     def fail(message: str) -> None:
-        out.write(json.dumps({"t": "load-error", "message": message[-8000:]}).encode() + b"\n")
-        out.flush()
+        os.write(out_fd, frame({"t": "load-error"}, json.dumps({"message": message[-8000:]}).encode()))
         os._exit(1)
 
     try:
         envs = load_target(target)
         specs = [e.spec() for e in envs]
+        hello = encode({"protocol": PROTOCOL, "envs": specs}, max_bytes)
     except BaseException as err:  # noqa: BLE001 (anything the author's module raises is its load error)
         fail("".join(traceback.format_exception(type(err), err, err.__traceback__)))
         return
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    worker = Worker(envs, out, max_bytes)
-    try:
-        worker.send({"t": "hello", "protocol": PROTOCOL, "envs": specs})
-    except (TypeError, ValueError, TooLarge) as err:
-        fail(f"the environments' description cannot be sent: {err}")
-
-    def read() -> None:
-        # A thread of its own: it notices the server going away (EOF) even while a call computes.
-        for line in inp:
-            loop.call_soon_threadsafe(worker.receive, line)
-        os._exit(0)
-
-    threading.Thread(target=read, name="envworker-stdin", daemon=True).start()
-    loop.run_forever()
+    calls = Calls(envs)
+    server = ForkServer(in_fd, out_fd, max_bytes, calls.inline, run_child(calls, max_bytes), fork_calls=fork_calls)
+    server.send({"t": "hello"}, hello)
+    server.serve()
 
 
 if __name__ == "__main__":
