@@ -1,15 +1,16 @@
 /**
  * Python environments that misbehave, against a live server while other clients are served: a
  * respond, a reward or a generator that never returns (the worker's deadline: that call fails with a
- * coded error, the episode is kept, the worker is replaced), a worker that dies, one that floods its
+ * coded error, the episode is kept; a generator's worker is replaced, a respond's or a reward's own
+ * process is killed), a call's process that dies, a worker that cannot start again, one that floods its
  * output, replies over the message limit (refused by the worker, or cut off by the server). Meanwhile
  * a TypeScript and another Python environment are played without a failure and without waiting.
  */
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 import { request } from "./helpers/http.ts";
-import { WORKER_PYTHON } from "./helpers/python-workers.ts";
+import { pythonWorkers, WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 
 let server: ServeProcess;
@@ -35,6 +36,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
 });
+
+async function waitFor(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  for (const end = performance.now() + timeoutMs; !done(); await new Promise((r) => setTimeout(r, 20))) {
+    if (performance.now() > end) throw new Error("waited too long");
+  }
+}
 
 /** POST to the live server (test/helpers/http.ts). */
 const post = (path: string, body: unknown) => request("POST", `${server.url}${path}`, body);
@@ -122,13 +129,18 @@ describe("hostile Python environments", () => {
 
   it("a worker that cannot start again costs the call a coded error (START) with its reason; once it can, the episode goes on", async () => {
     const id = await reset();
-    // The fixture exits at import while this file exists: the worker that replaces the crashed one
-    // (the call's second attempt) dies before it is ready.
+    // A call's own crash no longer costs its worker (it ran in a child of its own), so the workers
+    // are killed from outside; while the marker exists the fixture exits at import, so the worker
+    // that replaces them (the call's second attempt too) dies before it is ready.
+    const workers = pythonWorkers(server.pid, "hostile_env.py");
+    expect(workers.length).toBeGreaterThan(0);
     const marker = new URL("./fixtures/python/exit-at-import", import.meta.url);
     writeFileSync(marker, "");
     let r: Awaited<ReturnType<typeof step>>;
     try {
-      r = await step(id, "crash");
+      for (const pid of workers) process.kill(pid, "SIGKILL");
+      await waitFor(() => workers.every((pid) => !existsSync(`/proc/${pid}/stat`) || readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z")));
+      r = await step(id, "hello");
     } finally {
       rmSync(marker, { force: true });
     }

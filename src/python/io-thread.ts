@@ -31,7 +31,7 @@ import { parentPort, workerData, type MessagePort } from "node:worker_threads";
 import { launchConfined } from "../sandbox/confine.ts";
 import { stretchCapMs, type DelayProbe } from "../sandbox/deadline.ts";
 import { FairQueue } from "../sandbox/fair-queue.ts";
-import { childWithNsPid, leafProcess } from "../sandbox/process-memory.ts";
+import { processWithNsPid } from "../sandbox/process-memory.ts";
 import { delayProbe } from "../sandbox/run-delay.ts";
 import { FrameError, FrameReader, frame, type FrameHeader } from "./frames.ts";
 import { workerProfile, type PythonSettings } from "./settings.ts";
@@ -296,9 +296,10 @@ function json(body: Buffer): Record<string, unknown> | undefined {
 
 function receive(p: Proc, h: FrameHeader, body: Buffer, resolveReady: (s: PySpec[]) => void, rejectReady: (e: Error) => void): void {
   if (h.t === "hello") {
-    // Before any call: the chain of first children below the spawned pid ends at the worker.
-    if (p.child.pid) p.pid = leafProcess(p.child.pid);
-    return resolveReady((json(body)?.envs ?? []) as PySpec[]);
+    const hello = json(body) ?? {};
+    // The worker's pid as the server sees it: it says its own, as its PID namespace sees it.
+    if (p.child.pid && typeof hello.pid === "number") p.pid = processWithNsPid(p.child.pid, hello.pid);
+    return resolveReady((hello.envs ?? []) as PySpec[]);
   }
   if (h.t === "load-error") return rejectReady(new StartRefused(String(json(body)?.message ?? "the module did not load")));
   const call = typeof h.id === "number" ? calls.get(h.id) : undefined;
@@ -306,7 +307,7 @@ function receive(p: Proc, h: FrameHeader, body: Buffer, resolveReady: (s: PySpec
   switch (h.t) {
     case "started": {
       // The call's child: its clock is that process's from here.
-      const child = p.pid !== undefined && typeof h.pid === "number" ? childWithNsPid(p.pid, h.pid) : undefined;
+      const child = p.pid !== undefined && typeof h.pid === "number" ? processWithNsPid(p.pid, h.pid) : undefined;
       if (child === undefined) return;
       const ran = call.waiting === 0 ? ranMs(call) : 0;
       call.delay?.close();
@@ -403,7 +404,7 @@ async function send(call: Call): Promise<void> {
   call.capAt = performance.now() + stretchCapMs(settings.timeoutMs);
   call.pausedAt = 0;
   // Until the worker says which child runs it, a forked call's clock is the wall clock.
-  if (!call.forked && p.child.pid) call.delay = (p.waited ??= delayProbe(`/proc/${p.pid ?? leafProcess(p.child.pid)}/schedstat`));
+  if (!call.forked && p.pid !== undefined) call.delay = (p.waited ??= delayProbe(`/proc/${p.pid}/schedstat`));
   resume(call);
   write(p, { t: "call", id: call.id, method: call.method }, Buffer.from(JSON.stringify(call.params)));
 }

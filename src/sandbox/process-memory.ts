@@ -57,20 +57,20 @@ function childrenOf(pid: number): number[] {
 }
 
 /**
- * The child of `parent` whose pid in its own PID namespace is `nsPid` (the last field of its
- * status's NSpid line: a process reports its children's pids as its namespace sees them), or
+ * The process at or below `root` whose pid in its own PID namespace is `nsPid` (the last field of
+ * its status's NSpid line: a confined process reports pids as its namespace sees them), or
  * undefined. Outside a namespace a process's NSpid is its pid.
  */
-export function childWithNsPid(parent: number, nsPid: number): number | undefined {
-  for (const child of childrenOf(parent)) {
+export function processWithNsPid(root: number, nsPid: number): number | undefined {
+  for (const pid of processTree(root)) {
     let status: string;
     try {
-      status = readFileSync(`/proc/${child}/status`, "latin1");
+      status = readFileSync(`/proc/${pid}/status`, "latin1");
     } catch {
       continue;
     }
-    const line = /^NSpid:\s+([\d\s]+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
-    if (line && Number(line[line.length - 1]) === nsPid) return child;
+    const ids = /^NSpid:\s+([\d\s]+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    if (ids && Number(ids[ids.length - 1]) === nsPid) return pid;
   }
   return undefined;
 }

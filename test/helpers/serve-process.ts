@@ -11,6 +11,8 @@ const ROOT = resolve(import.meta.dirname, "../..");
 export interface ServeProcess {
   /** The origin the server printed. */
   url: string;
+  /** The server's pid (the process spawned is the server: SERVER_NODE_FLAGS). */
+  pid: number;
   stdout(): string;
   /** What it wrote on stderr so far. */
   stderr(): string;
@@ -50,6 +52,7 @@ export async function spawnServe(args: string[], env: Record<string, string> = {
   });
   return {
     url,
+    pid: child.pid!,
     stdout: () => stdout,
     stderr: () => stderr,
     async stop() {

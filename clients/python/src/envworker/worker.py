@@ -13,7 +13,7 @@ on the worker's original stdin/stdout. The environment's own ``print`` goes to s
 pointed there once the protocol has its own copy), so nothing it writes can be mistaken for a
 message; stdin is /dev/null to it.
 
-    worker -> server  hello {protocol, envs: [spec, ...]}        once loaded
+    worker -> server  hello {protocol, pid, envs: [spec, ...]}   once loaded
                       load-error {message}                       the module failed to load (then exit 1)
                       started id pid                             call `id` runs in child `pid` (its run clock)
                       done id {value} | failed id {type, message, traceback, too_large}
@@ -220,7 +220,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     try:
         envs = load_target(target)
         specs = [e.spec() for e in envs]
-        hello = encode({"protocol": PROTOCOL, "envs": specs}, max_bytes)
+        hello = encode({"protocol": PROTOCOL, "pid": os.getpid(), "envs": specs}, max_bytes)
     except BaseException as err:  # noqa: BLE001 (anything the author's module raises is its load error)
         fail("".join(traceback.format_exception(type(err), err, err.__traceback__)))
         return
