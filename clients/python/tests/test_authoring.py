@@ -1,6 +1,6 @@
 """The Python authoring API (envworker.authoring) and its worker's protocol (envworker.worker), without
 a server: what an environment declares, how its args are checked, what its functions are given, and
-the JSON lines a worker process speaks (its sandbox requests, its output kept off the protocol)."""
+the frames a worker process speaks (its sandbox requests, its output kept off the protocol)."""
 
 import asyncio
 import json
@@ -15,6 +15,7 @@ from typing import List, Literal, Optional
 
 import _support  # noqa: F401  (puts ../src on sys.path)
 from envworker import ArgsError, Environment, Example, Reply, Reward, tool
+from envworker._frames import frame, read_frame
 from envworker.worker import load_target
 
 
@@ -190,30 +191,43 @@ class WorkerTest(unittest.TestCase):
     def test_the_protocol(self):
         boot = f"import sys; sys.path.insert(0, {str(_support.SRC)!r}); import envworker.worker as w; w.main()"
         proc = subprocess.Popen([sys.executable, "-I", "-B", "-c", boot, self.path, "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+        def send(fields, body=None):
+            proc.stdin.write(frame(fields, json.dumps(body).encode() if body is not None else b""))
+            proc.stdin.flush()
+
+        def receive():
+            """The next frame but the `started` ones (a forked call's child: its pid)."""
+            while True:
+                fields, body = read_frame(proc.stdout.fileno(), 100000)
+                if fields["t"] != "started":
+                    return fields, json.loads(body) if body else None
+
         try:
-            hello = json.loads(proc.stdout.readline())
-            self.assertEqual(hello["t"], "hello")
+            fields, hello = receive()
+            self.assertEqual(fields["t"], "hello")
             self.assertEqual([s["name"] for s in hello["envs"]], ["first", "second"])
-
-            def send(msg):
-                proc.stdin.write((json.dumps(msg) + "\n").encode())
-                proc.stdin.flush()
-
-            send({"t": "call", "id": 1, "method": "reward", "params": {"env": "second", "name": "noisy", "answer": "b"}})
-            self.assertEqual(json.loads(proc.stdout.readline()), {"t": "done", "id": 1, "value": 0.5})
+            send({"t": "call", "id": 1, "method": "reward"}, {"env": "second", "name": "noisy", "answer": "b"})
+            self.assertEqual(receive(), ({"t": "done", "id": 1, "n": 3}, 0.5))
             # A sandbox run is a request to the server; the call waits for its answer.
-            send({"t": "call", "id": 2, "method": "reward", "params": {"env": "first", "name": "code", "completion": []}})
-            req = json.loads(proc.stdout.readline())
-            self.assertEqual((req["t"], req["id"], req["code"], req["lang"], req["options"]), ("sandbox", 2, "print(6*7)", "python", {"timeoutMs": 500}))
-            send({"t": "sandbox-result", "sid": req["sid"], "result": {"ok": True, "result": None, "stdout": "42\n", "stderr": "", "elapsedMs": 3}})
-            self.assertEqual(json.loads(proc.stdout.readline()), {"t": "done", "id": 2, "value": 1.0})
-            send({"t": "call", "id": 3, "method": "dataset", "params": {"env": "second", "args": {}, "split": "train"}})
-            self.assertEqual(json.loads(proc.stdout.readline())["value"], [{"prompt": "q", "answer": "b", "info": {}}])
-            send({"t": "call", "id": 4, "method": "dataset", "params": {"env": "second", "args": {"x": 1}, "split": "train"}})
-            failed = json.loads(proc.stdout.readline())
-            self.assertEqual((failed["t"], failed["error"]["type"]), ("failed", "ArgsError"))
-            send({"t": "call", "id": 5, "method": "dataset", "params": {"env": "nope", "args": {}, "split": "train"}})
-            self.assertEqual(json.loads(proc.stdout.readline())["error"]["type"], "KeyError")
+            send({"t": "call", "id": 2, "method": "reward"}, {"env": "first", "name": "code", "completion": []})
+            fields, req = receive()
+            self.assertEqual((fields["t"], fields["id"], req["code"], req["lang"], req["options"]), ("sandbox", 2, "print(6*7)", "python", {"timeoutMs": 500}))
+            send({"t": "sandbox-result", "id": 2, "sid": fields["sid"]}, {"result": {"ok": True, "result": None, "stdout": "42\n", "stderr": "", "elapsedMs": 3}})
+            self.assertEqual(receive(), ({"t": "done", "id": 2, "n": 3}, 1.0))
+            send({"t": "call", "id": 3, "method": "dataset"}, {"env": "second", "args": {}, "split": "train"})
+            self.assertEqual(receive()[1], [{"prompt": "q", "answer": "b", "info": {}}])
+            send({"t": "call", "id": 4, "method": "dataset"}, {"env": "second", "args": {"x": 1}, "split": "train"})
+            fields, error = receive()
+            self.assertEqual((fields["t"], error["type"]), ("failed", "ArgsError"))
+            send({"t": "call", "id": 5, "method": "dataset"}, {"env": "nope", "args": {}, "split": "train"})
+            self.assertEqual(receive()[1]["type"], "KeyError")
+            # A killed call's child goes, and says nothing more; the next call is served.
+            send({"t": "call", "id": 6, "method": "reward"}, {"env": "first", "name": "code", "completion": []})
+            self.assertEqual(receive()[0]["t"], "sandbox")
+            send({"t": "kill", "id": 6})
+            send({"t": "call", "id": 7, "method": "reward"}, {"env": "second", "name": "noisy", "answer": "b"})
+            self.assertEqual(receive(), ({"t": "done", "id": 7, "n": 3}, 0.5))
         finally:
             proc.stdin.close()
             proc.wait(timeout=10)
