@@ -27,11 +27,6 @@ export interface PythonSettings {
   calls: number;
   /** ENVWORKER_PYTHON_CALLS_PER_CLIENT (default 2): of those, one client's at most; the rest queue in turn with other clients'. */
   callsPerClient: number;
-  /**
-   * Whether respond/reward/tool calls run in a child forked per call (always, but for the
-   * baseline of bench/python-env-calls.ts: the worker as it was, every call in its own process).
-   */
-  forkCalls: boolean;
 }
 
 function seconds(raw: string | undefined, fallback: number, name: string): number {
@@ -58,7 +53,6 @@ export function pythonSettings(env: NodeJS.ProcessEnv = process.env): PythonSett
     network: env.ENVWORKER_PYTHON_NETWORK === "1",
     calls: positive(env.ENVWORKER_PYTHON_CALLS, 16, "ENVWORKER_PYTHON_CALLS"),
     callsPerClient: positive(env.ENVWORKER_PYTHON_CALLS_PER_CLIENT, 2, "ENVWORKER_PYTHON_CALLS_PER_CLIENT"),
-    forkCalls: true,
   };
 }
 
@@ -180,8 +174,7 @@ export function workerProfile(target: string, settings: PythonSettings): Program
         }
         readable.push(dir);
       }
-      const args = ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes), ...(settings.forkCalls ? [] : ["--no-fork"])];
-      return { executable, args, readable: [...new Set(readable)] };
+      return { executable, args: ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes)], readable: [...new Set(readable)] };
     },
   };
 }

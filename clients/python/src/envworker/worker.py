@@ -202,8 +202,6 @@ def main(argv: Optional[List[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     target = argv[0]
     max_bytes = int(argv[1]) if len(argv) > 1 else 64 * 1024 * 1024
-    # Calls run here, unforked: only the benchmark's baseline (bench/python-env-calls.ts) asks for it.
-    fork_calls = not (len(argv) > 2 and argv[2] == "--no-fork")
     # The protocol keeps its own copies of stdin and stdout; the environment's print() goes to stderr
     # and its input() reads nothing.
     out_fd = os.dup(1)
@@ -225,7 +223,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         fail("".join(traceback.format_exception(type(err), err, err.__traceback__)))
         return
     calls = Calls(envs)
-    server = ForkServer(in_fd, out_fd, max_bytes, calls.inline, run_child(calls, max_bytes), fork_calls=fork_calls)
+    server = ForkServer(in_fd, out_fd, max_bytes, calls.inline, run_child(calls, max_bytes))
     server.send({"t": "hello"}, hello)
     server.serve()
 
