@@ -54,25 +54,31 @@ async function post(server: BenchServer, path: string, body: unknown, who: Recor
   return { status: res.status, body: await res.json() };
 }
 
-/** One episode: a reset, then a step answering it (rg: the gold answer from GET /state). */
+/** Gold answers by environment and seed: GET /state says an episode's answer once it is over. */
+const gold = new Map<string, string>();
+let nextSeed = 0;
+
+/** One episode: a reset, then a step answering it (rg: the gold answer, learnt from an earlier episode of its seed). */
 async function episode(server: BenchServer, env: string, who: Record<string, string>): Promise<{ resetMs: number; stepMs: number }> {
+  const seed = nextSeed++ % 16;
+  const key = `${env}|${seed}`;
+  if (env !== "reverse-text-py" && !gold.has(key)) {
+    const r = await post(server, `/envs/${env}/reset`, { seed }, who);
+    await post(server, `/envs/${env}/step`, { episode_id: r.body.episode_id, action: { content: "<answer>?</answer>" } }, who);
+    const state = await fetch(`${server.url}/envs/${env}/state?episode_id=${r.body.episode_id}`, { headers: who }).then((x) => x.json() as Promise<any>);
+    gold.set(key, `<answer>${state.answer}</answer>`);
+  }
+  // reverse-text-py's reward is a ratio: any answer is scored.
+  const content = gold.get(key) ?? "<reversed_text>x</reversed_text>";
   const t0 = performance.now();
-  const r = await post(server, `/envs/${env}/reset`, {}, who);
+  const r = await post(server, `/envs/${env}/reset`, { seed }, who);
   const t1 = performance.now();
   if (r.status !== 200) throw new Error(`${env} reset: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
-  const id = r.body.episode_id as string;
-  // reverse-text-py's reward is a ratio (any answer is scored); rg's gold answer is the episode's.
-  let content = "<reversed_text>x</reversed_text>";
-  if (env !== "reverse-text-py") {
-    const state = await fetch(`${server.url}/envs/${env}/state?episode_id=${id}`, { headers: who }).then((x) => x.json() as Promise<any>);
-    content = `<answer>${state.answer}</answer>`;
-  }
+  const s = await post(server, `/envs/${env}/step`, { episode_id: r.body.episode_id, action: { content } }, who);
   const t2 = performance.now();
-  const s = await post(server, `/envs/${env}/step`, { episode_id: id, action: { content } }, who);
-  const t3 = performance.now();
   if (s.status !== 200 || s.body.done !== true) throw new Error(`${env} step: ${s.status} ${JSON.stringify(s.body).slice(0, 200)}`);
-  if (env !== "reverse-text-py" && s.body.reward !== 1) throw new Error(`${env}: the gold answer scored ${s.body.reward}`);
-  return { resetMs: t1 - t0, stepMs: t3 - t2 };
+  if (env !== "reverse-text-py" && s.body.reward !== 1) throw new Error(`${env}: the gold answer scored ${s.body.reward}: ${JSON.stringify(s.body).slice(0, 300)}`);
+  return { resetMs: t1 - t0, stepMs: t2 - t1 };
 }
 
 function hasReasoningGym(): boolean {

@@ -80,6 +80,8 @@ interface Call {
   proc: Proc | undefined;
   /** The waits for a CPU of the process it computes in (its child's once the worker says which). */
   delay: DelayProbe | undefined;
+  /** A forked call's child, as the worker's PID namespace numbers it: found when its clock is first read. */
+  childNsPid: number | undefined;
   /** Its caller gave up: its answer goes nowhere, its deadline still holds (a hung call still costs the process). */
   forgotten: boolean;
 }
@@ -97,7 +99,20 @@ interface Proc {
 
 /** The call's computing time since its clock last started: wall time less its process's waits. */
 function ranMs(call: Call): number {
-  return performance.now() - call.startedAt - Math.max(0, (call.delay?.() ?? 0) - call.waitedAt);
+  return performance.now() - call.startedAt - Math.max(0, (delayOf(call)?.() ?? 0) - call.waitedAt);
+}
+
+/**
+ * The run clock's probe of a forked call's child, opened when first needed (most calls end long
+ * before their clock is read): its waits so far count from the child's start, a spare's wait for
+ * its call included (it waits blocked, off any CPU queue, so that adds little).
+ */
+function delayOf(call: Call): DelayProbe | undefined {
+  if (call.delay || call.childNsPid === undefined) return call.delay;
+  const pid = call.proc?.pid !== undefined ? processWithNsPid(call.proc.pid, call.childNsPid) : undefined;
+  call.childNsPid = undefined;
+  if (pid !== undefined) call.delay = delayProbe(`/proc/${pid}/schedstat`);
+  return call.delay;
 }
 
 const calls = new Map<number, Call>();
@@ -214,6 +229,7 @@ function lost(p: Proc, why: string, except?: Call): void {
     call.proc = undefined;
     if (call.forked) call.delay?.close();
     call.delay = undefined;
+    call.childNsPid = undefined;
     if (++call.attempts >= MAX_ATTEMPTS) fail(call, { reason: "CRASHED", message: `the Python worker died under it: ${why}` });
     else void send(call);
   }
@@ -305,20 +321,10 @@ function receive(p: Proc, h: FrameHeader, body: Buffer, resolveReady: (s: PySpec
   const call = typeof h.id === "number" ? calls.get(h.id) : undefined;
   if (!call || call.proc !== p) return; // a call that timed out or moved: its answer is no longer awaited
   switch (h.t) {
-    case "started": {
-      // The call's child: its clock is that process's from here.
-      const child = p.pid !== undefined && typeof h.pid === "number" ? processWithNsPid(p.pid, h.pid) : undefined;
-      if (child === undefined) return;
-      const ran = call.waiting === 0 ? ranMs(call) : 0;
-      call.delay?.close();
-      call.delay = delayProbe(`/proc/${child}/schedstat`);
-      call.waitedAt = call.delay();
-      if (call.waiting === 0) {
-        call.leftMs -= ran;
-        call.startedAt = performance.now();
-      }
+    case "started":
+      // The call's child: its clock is that process's (delayOf).
+      if (typeof h.pid === "number") call.childNsPid = h.pid;
       return;
-    }
     case "done": {
       let value: unknown;
       try {
@@ -358,7 +364,7 @@ function resume(call: Call): void {
   if (call.pausedAt > 0) call.capAt += now - call.pausedAt;
   call.pausedAt = 0;
   call.startedAt = now;
-  call.waitedAt = call.delay?.() ?? 0;
+  call.waitedAt = call.forked && call.delay === undefined ? 0 : (delayOf(call)?.() ?? 0);
   const check = () => {
     const left = Math.min(call.leftMs - ranMs(call), call.capAt - performance.now());
     if (left > 0) call.timer = setTimeout(check, left);
@@ -413,7 +419,7 @@ function handle(msg: ToIo): void {
   switch (msg.t) {
     case "call": {
       const forked = FORKED.has(msg.method);
-      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, forked, client: msg.client ?? "", attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, waitedAt: 0, capAt: 0, pausedAt: 0, timer: undefined, waiting: 0, proc: undefined, delay: undefined, forgotten: false };
+      const call: Call = { id: msg.id, sync: msg.sync, method: msg.method, params: msg.params, forked, client: msg.client ?? "", attempts: 0, leftMs: settings.timeoutMs, startedAt: 0, waitedAt: 0, capAt: 0, pausedAt: 0, timer: undefined, waiting: 0, proc: undefined, delay: undefined, childNsPid: undefined, forgotten: false };
       calls.set(call.id, call);
       idleLater();
       if (forked) {

@@ -29,6 +29,7 @@ import os
 import selectors
 import signal
 import sys
+import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
@@ -45,6 +46,11 @@ FORKED = frozenset({"respond", "reward", "tool"})
 #: (reasoning-gym's datasets, kept per args): the spare forked before it is replaced by one that
 #: has it. (A drawn item kept is a few hundred; a dataset, tens of thousands.)
 INLINE_BUILDS_BLOCKS = 20_000
+
+#: A spare's fork slower than this has lost its huge pages (1.9 ms with them, 6-14 without);
+#: they are collapsed again at most every RECOLLAPSE_S.
+SLOW_FORK_S = 0.004
+RECOLLAPSE_S = 5.0
 
 #: The descriptors a child keeps: its requests (sandbox results) on 0, stderr on 1 and 2 (the
 #: environment's print()), its frames to this process on 3.
@@ -116,6 +122,8 @@ class ForkServer:
         self.children: Dict[int, _Child] = {}
         #: A child forked ahead, hardened and waiting on its pipe for the next forked call.
         self.spare: Optional[_Child] = None
+        #: When the heap's huge pages were last collapsed (huge_pages).
+        self.collapsed_at = 0.0
         #: Children killed and not yet reaped (an exit's teardown is not waited for on the loop).
         self.dying: Dict[int, Optional[Callable[[int], None]]] = {}
         self.sel = selectors.DefaultSelector()
@@ -138,6 +146,7 @@ class ForkServer:
     def serve(self) -> None:
         prctl(PR_SET_DUMPABLE, 0)
         huge_pages()
+        self.collapsed_at = time.perf_counter()
         while True:
             self._want_writes()
             ready = self.sel.select(0)
@@ -266,7 +275,14 @@ class ForkServer:
         of a call under way.
         """
         if self.spare is None and not self.children and not self.out.items:
+            started = time.perf_counter()
             self.spare = self._spawn(None)
+            # The process's own writes split its huge pages over time (each a page table to copy
+            # again): a fork grown slow gets them collapsed again, at most every few seconds.
+            now = time.perf_counter()
+            if now - started > SLOW_FORK_S and now - self.collapsed_at > RECOLLAPSE_S:
+                huge_pages()
+                self.collapsed_at = time.perf_counter()
 
     def _retire_spare(self) -> None:
         """After an inline call that built something (a dataset, kept per args): the next spare has it."""
