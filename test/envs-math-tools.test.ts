@@ -107,7 +107,7 @@ describe("math-tools: definition", () => {
       ["num_tool_calls", 0],
       ["num_tool_errors", 0],
     ]);
-    expect(env.parseArgs({})).toEqual({ difficulty: "mixed", system_prompt: SYSTEM_PROMPT });
+    expect(env.parseArgs({})).toEqual({ difficulty: "mixed", system_prompt: SYSTEM_PROMPT, faithful: false });
     expect(() => env.parseArgs({ difficulty: "impossible" })).toThrow();
     expect(() => env.parseArgs({ extra: 1 })).toThrow();
   });
@@ -171,7 +171,8 @@ describe("math-tools: problems", () => {
           expect(Math.abs(Number(mine) - Number(state.answer)), question).toBeLessThanOrEqual(0.005 + 1e-9);
           expect(state.answer).toMatch(/^\d+(\.\d{1,2})?$/);
         } else {
-          expect(answersMatch(mine, state.answer), `${kind}: ${question} → ${state.answer}, solver ${mine}`).toBe(true);
+          // The solvers compute doubles: compared with the symmetric tolerance, not the grader's exact rule.
+          expect(answersMatch(mine, state.answer, { exactExpected: false }), `${kind}: ${question} → ${state.answer}, solver ${mine}`).toBe(true);
         }
         if (kind === "average_needed") expect(Number(state.answer)).toBeGreaterThanOrEqual(0);
       }
@@ -217,6 +218,15 @@ describe("math-tools: episodes", () => {
       const r = await step(start(), { content: reply });
       expect(r.result.reward, reply).toBe(1);
     }
+  });
+
+  it("hardened: a wrong integer written as a decimal scores 0; faithful: true keeps the old tolerance", async () => {
+    const faithful = () => resetEpisode(env, "ep", { seed: 2, args: { difficulty: "easy", faithful: true } }).state;
+    for (const reply of ["\\boxed{2711.0000000001}", "\\boxed{2.7110000000001e3}", "\\boxed{2710.9999999999}"]) {
+      expect((await step(start(), { content: reply })).result.reward, reply).toBe(0);
+      expect((await step(faithful(), { content: reply })).result.reward, reply).toBe(1);
+    }
+    for (const reply of ["\\boxed{2711.0}", "\\boxed{2.711e3}"]) expect((await step(start(), { content: reply })).result.reward, reply).toBe(1);
   });
 
   it("wrong: a wrong number scores 0; the last boxed answer counts", async () => {

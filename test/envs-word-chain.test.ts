@@ -16,8 +16,8 @@ import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
 import { scoreItems } from "../src/server/score.ts";
 
-async function answer(text: string, index = 0) {
-  const { state } = resetEpisode(wordChain, "c", { seed: 1, index });
+async function answer(text: string, index = 0, args: Record<string, unknown> = {}) {
+  const { state } = resetEpisode(wordChain, "c", { seed: 1, index, args });
   return (await stepEpisode(wordChain, state, { content: text })).result;
 }
 
@@ -108,14 +108,42 @@ describe("word-chain rewards", () => {
     expect(r.done).toBe(true);
   });
 
-  it("partial: the chain stops at the first bad link; later pairs still count", async () => {
+  it("partial: the chain stops at the first bad link; later pairs still count (faithful only)", async () => {
     const r = await answer("hat, cat, cot, xqz, dog");
     expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 2, total_valid_links: 2, total_invalid_links: 2 });
     expect(r.reward).toBeCloseTo(2 + 0.1 - 0.01, 12);
+    // A valid pair after the break: the reference counts it, the hardened default does not.
+    const later = "hat, cat, xqz, dog, dot";
+    expectMetrics((await answer(later, 0, { faithful: true })).observation.metrics, { longest_valid_chain_from_start: 1, total_valid_links: 2, total_invalid_links: 2 });
+    expectMetrics((await answer(later)).observation.metrics, { longest_valid_chain_from_start: 1, total_valid_links: 1, total_invalid_links: 2 });
   });
 
-  it("quirk: the link INTO the first repeated word counts for the chain", async () => {
+  it("hardened: the chain starts at the task's word; a chain memorised from another word scores nothing", async () => {
+    const memorised = "cat, cot, dot, dog, dig, big, bag";
+    let r = await answer(memorised);
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 0, total_invalid_links: 0 });
+    expect(r.reward).toBe(0);
+    // faithful: true keeps the reference, which walks from the reply's first word.
+    r = await answer(memorised, 0, { faithful: true });
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 6, total_valid_links: 6, total_invalid_links: 0 });
+    // Words before the task's word are not part of the chain; the chain from it counts.
+    r = await answer("Here is my chain: hat, cat, cot");
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 2, total_valid_links: 2, total_invalid_links: 0 });
+    // The task's word in front of an unrelated memorised chain: the chain breaks at once, its later links pay nothing.
+    r = await answer(`pattern, ${memorised}`, 4);
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 0, total_invalid_links: 1 });
+    r = await answer(`pattern, ${memorised}`, 4, { faithful: true });
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 6, total_invalid_links: 1 });
+  });
+
+  it("hardened: a repeated word ends the chain before it (faithful: the link into it counts)", async () => {
     const r = await answer("hat, hot, hat, hot");
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 1, total_valid_links: 1, total_invalid_links: 0 });
+    expect(r.reward).toBeCloseTo(1.05, 12);
+  });
+
+  it("quirk (faithful: true): the link INTO the first repeated word counts for the chain", async () => {
+    const r = await answer("hat, hot, hat, hot", 0, { faithful: true });
     // chain: hat→hot→hat (2, the repeat is detected one step later); valid links: only (hat, hot) —
     // the other pairs touch "hat", already a left word; invalid: none (valid pairs are skipped)
     expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 2, total_valid_links: 1, total_invalid_links: 0 });
@@ -123,9 +151,11 @@ describe("word-chain rewards", () => {
   });
 
   it("wrong: unrelated words and unknown words", async () => {
-    let r = await answer("dog, cat");
+    let r = await answer("dog, cat", 0, { faithful: true });
     expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 0, total_invalid_links: 1 });
     expect(r.reward).toBeCloseTo(-0.005, 12);
+    r = await answer("dog, cat"); // hardened: no chain from "hat" at all
+    expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 0, total_invalid_links: 0 });
     r = await answer("hat, hax, has");
     // hat→hax is one edit but "hax" is not a word: nothing counts; 2 invalid pairs
     expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 0, total_invalid_links: 2 });
@@ -151,14 +181,24 @@ describe("word-chain rewards", () => {
 
   it("hostile: two 30,000-letter words (one letter apart) are not dictionary words: every link is invalid", async () => {
     const long = "a".repeat(30_000);
-    const r = await answer(`${long}, ${long}b, hat, hot`);
+    const r = await answer(`${long}, ${long}b, hat, hot`, 0, { faithful: true });
     expectMetrics(r.observation.metrics, { longest_valid_chain_from_start: 0, total_valid_links: 1, total_invalid_links: 2 });
+    // Hardened: the chain starts at "hat", after the two non-words.
+    expectMetrics((await answer(`${long}, ${long}b, hat, hot`)).observation.metrics, { longest_valid_chain_from_start: 1, total_valid_links: 1, total_invalid_links: 0 });
   });
 
-  it("scores statelessly from the completion alone", async () => {
-    const [s] = await scoreItems(wordChain, [{ completion: "1. hat\n2. hot\n3. dot", answer: "N/A" }]);
+  it("scores statelessly from the completion and the episode's info (faithful: true, from the completion alone)", async () => {
+    const [s, alone, faithful] = await scoreItems(wordChain, [
+      { completion: "1. hat\n2. hot\n3. dot", answer: "N/A", info: { starting_word: "hat" } },
+      { completion: "1. hat\n2. hot\n3. dot", answer: "N/A" },
+      { completion: "1. hat\n2. hot\n3. dot", answer: "N/A", args: { faithful: true } },
+    ]);
     expect(s!.metrics).toEqual({ longest_valid_chain_from_start: 2, total_valid_links: 2, total_invalid_links: 0 });
     expect(s!.reward).toBeCloseTo(2.1, 12);
+    // Without the task's word there is no chain to find: an error that says so, not a silent 0.
+    expect(alone!.errors?.longest_valid_chain_from_start).toMatch(/info\.starting_word is needed/);
+    expect(faithful!.metrics).toEqual({ longest_valid_chain_from_start: 2, total_valid_links: 2, total_invalid_links: 0 });
+    expect(faithful!.errors).toBeUndefined();
   });
 });
 

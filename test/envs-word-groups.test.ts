@@ -24,8 +24,8 @@ const WRONG = "<guess>DELTA, ARM, RAPID, ALPHA</guess>";
 const FORMAT_ISSUE = (k: number) =>
   `⚠️  Guess format issue (${k}/2 attempts). Please provide exactly 4 words separated by commas inside <guess>...</guess> tags.`;
 
-function start(): EpisodeState {
-  return resetEpisode(wordGroups, "g", { seed: 1 }).state;
+function start(args: Record<string, unknown> = {}): EpisodeState {
+  return resetEpisode(wordGroups, "g", { seed: 1, args }).state;
 }
 
 async function play(state: EpisodeState, turns: string[]) {
@@ -128,8 +128,8 @@ describe("word-groups episode", () => {
     expect(result.reward).toBe(0);
   });
 
-  it("quirk kept: re-guessing a found group counts again (3 distinct groups can 'solve' the puzzle)", async () => {
-    const s = start();
+  it("faithful: true keeps the reference quirk: re-guessing a found group counts again (3 distinct groups can 'solve' the puzzle)", async () => {
+    const s = start({ faithful: true });
     const seed = (s.info as unknown as WordGroupsInfo).shuffle_seed;
     const strings = "<guess>GUITAR, UKULELE, BANJO, HARP</guess>";
     const { replies, result } = await play(s, [strings, strings, "<guess>DELTA, BETA, ALPHA, OMEGA</guess>", "<guess>RAPID, HASTY, SPEEDY, BRISK</guess>"]);
@@ -144,10 +144,31 @@ describe("word-groups episode", () => {
     expect(result.reward).toBeCloseTo(1.6, 12);
   });
 
+  it("hardened default: re-guessing a found group is a wrong guess (a life), and is not found again", async () => {
+    const s = start();
+    const seed = (s.info as unknown as WordGroupsInfo).shuffle_seed;
+    const strings = "<guess>GUITAR, UKULELE, BANJO, HARP</guess>";
+    const { state, replies, result } = await play(s, [strings, strings, "<guess>DELTA, BETA, ALPHA, OMEGA</guess>", "<guess>RAPID, HASTY, SPEEDY, BRISK</guess>"]);
+    const after1 = reshuffled(["DELTA", "ARM", "ALPHA", "FLY", "WORK", "MAN", "RAPID", "SPEEDY", "BRISK", "BETA", "HASTY", "OMEGA"], seed);
+    expect(replies[1]).toBe(`❌ Incorrect: STRINGED INSTRUMENTS was already found. Lives: 3\n\nSOLVED GROUPS:\n${STRINGS}\n\nREMAINING WORDS:\n${after1}`);
+    // The third distinct group leaves the fourth to complete itself: solved with one mistake.
+    expect(replies[3]).toContain("🎉 BONUS! The last group completes itself: FIRE___");
+    expect(result.done).toBe(true);
+    expect(state.state.game).toMatchObject({ lives: 3 });
+    expectMetrics(result.observation.metrics, { success_reward: 1, efficiency_reward: 0.75, progress_reward: 1, format_reward: 1 });
+    // One group guessed four times: three lives lost, one group found.
+    const spam = await play(start(), [strings, strings, strings, strings]);
+    expect(spam.result.done).toBe(false);
+    expect(spam.state.state.game).toMatchObject({ lives: 1 });
+    const [scored] = await scoreItems(wordGroups, [{ completion: [strings, strings, strings, strings].map((content) => ({ role: "assistant" as const, content })), info: s.info }]);
+    expectMetrics(scored!.metrics, { success_reward: 0, efficiency_reward: 0, progress_reward: 0.25, format_reward: 1 });
+    expect(scored!.reward).toBeCloseTo(0.15, 12);
+  });
+
   it("truncates after 12 turns", async () => {
     const strings = "<guess>GUITAR, UKULELE, BANJO, HARP</guess>";
     const turns = ["?", strings, "?", strings, "?", WRONG, "?", WRONG, "?", WRONG, "?", "<guess>DELTA, BETA, ALPHA, OMEGA</guess>"];
-    const { state, result } = await play(start(), turns);
+    const { state, result } = await play(start({ faithful: true }), turns);
     expect(result.done).toBe(true);
     expect(result.observation.truncated).toBe(true);
     expect(state.state.game).toMatchObject({ lives: 1, done: false });

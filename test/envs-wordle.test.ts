@@ -258,9 +258,15 @@ describe("wordle reward functions", () => {
     expect(correctAnswer([a(g("WRONG"))], "wrong")).toBe(0);
     expect(correctAnswer([a(g("wrong")), u("x"), a("no tag")], "wrong")).toBe(1); // newest TAGGED message
     expect(lengthBonus([a(g("crane")), a(g("sport")), a(g("wrong"))], "wrong")).toBeCloseTo(1 / 3, 15);
-    // a guess split over lines is not counted (Python `.` does not match "\n"): 1 / (0 || 1)
-    expect(lengthBonus([a("<guess>\n[wrong]\n</guess>")], "wrong")).toBe(1);
+    // faithful: a guess split over lines is not counted (Python `.` does not match "\n"): 1 / (0 || 1)
+    expect(lengthBonus([a("<guess>\n[wrong]\n</guess>")], "wrong", true)).toBe(1);
     expect(lengthBonus([a(g("crane"))], "wrong")).toBe(0);
+    // issue 39: wrong guesses split over lines kept the bonus at 1.0 (faithful); hardened they count, as the game reads them
+    const split = (w: string) => a(`<guess>\n[${w}]\n</guess>`);
+    const game = [split("crane"), u("..."), split("sport"), u("..."), split("slate"), u("..."), split("mound"), u("..."), a(g("wrong"))];
+    expect(lengthBonus(game, "wrong", true)).toBe(1);
+    expect(lengthBonus(game, "wrong")).toBeCloseTo(1 / 5, 15);
+    expect(lengthBonus([a("<guess>\n[wrong]\n</guess>")], "wrong")).toBe(1);
   });
 
   it("partial_answer reads the newest 3-line user message", () => {

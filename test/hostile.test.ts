@@ -56,9 +56,11 @@ describe("hostile input against a live server", () => {
     const first = "ab".repeat(15_000);
     const second = `${first}s`; // one letter longer: a valid link, were they words
     const outcome = await underAttack(server, async () => {
-      const reset = await json(server, "/envs/word-chain/reset", { index: 0 });
+      // faithful: the reference's rewards, which check every pair of the reply (the hardened default
+      // starts at the task's word, absent here, and reads nothing after it).
+      const reset = await json(server, "/envs/word-chain/reset", { index: 0, args: { faithful: true } });
       return json(server, "/envs/word-chain/step", { episode_id: reset.body.episode_id, action: { content: `${first}, ${second}` } });
-    }, { warmUp: () => json(server, "/envs/word-chain/score", { items: [{ completion: "hat, hot" }] }) });
+    }, { warmUp: () => json(server, "/envs/word-chain/score", { items: [{ completion: "hat, hot", info: { starting_word: "hat" } }] }) });
     expectServed("word-chain 2 × 30,000 letters", outcome);
     const step = outcome.result;
     expect(step.status).toBe(200);

@@ -468,19 +468,48 @@ describe("math-answer: reading numbers", () => {
 });
 
 describe("math-answer: comparing", () => {
-  it("compares fractions exactly and decimals with a relative tolerance", () => {
+  it("compares fractions exactly and decimals with a relative tolerance (symmetric: exactExpected false)", () => {
+    const faithful = { exactExpected: false };
+    expect(answersMatch("0.75", "3/4", faithful)).toBe(true);
+    expect(answersMatch("\\frac{6}{8}", "3/4", faithful)).toBe(true);
+    expect(answersMatch("2/6", "1/3", faithful)).toBe(true);
+    expect(answersMatch("0.3333333333333333", "1/3", faithful)).toBe(true); // a JS double of 1/3
+    expect(answersMatch("0.333", "1/3", faithful)).toBe(false);
+    expect(answersMatch("1000000001/1000000000", "1", faithful)).toBe(false); // both exact: no tolerance
+    expect(answersMatch("1.000000001", "1", faithful)).toBe(false); // just above the relative tolerance
+    expect(answersMatch("1.0000000001", "1", faithful)).toBe(true);
+    expect(answersMatch("1,000", "1000", faithful)).toBe(true);
+    expect(answersMatch("-0", "0", faithful)).toBe(true);
+    expect(answersMatch("1e-13", "0", faithful)).toBe(true); // absolute tolerance near zero
+    expect(answersMatch("1e-11", "0", faithful)).toBe(false);
+    expect(answersMatch("2870166075540.0", "2870166078123", faithful)).toBe(true); // issue 39's hack: off by 2,583
+    expect(answersMatch("2.870166078e+12", "2870166078123", faithful)).toBe(true);
+  });
+
+  it("matches an expected integer or fraction exactly by default, whatever the prediction's form", () => {
     expect(answersMatch("0.75", "3/4")).toBe(true);
     expect(answersMatch("\\frac{6}{8}", "3/4")).toBe(true);
     expect(answersMatch("2/6", "1/3")).toBe(true);
-    expect(answersMatch("0.3333333333333333", "1/3")).toBe(true); // a JS double of 1/3
-    expect(answersMatch("0.333", "1/3")).toBe(false);
-    expect(answersMatch("1000000001/1000000000", "1")).toBe(false); // both exact: no tolerance
-    expect(answersMatch("1.000000001", "1")).toBe(false); // just above the relative tolerance
-    expect(answersMatch("1.0000000001", "1")).toBe(true);
+    expect(answersMatch("0.3333333333333333", "1/3")).toBe(false); // not 1/3 exactly
+    expect(answersMatch("1.0000000001", "1")).toBe(false);
+    expect(answersMatch("1e-13", "0")).toBe(false);
     expect(answersMatch("1,000", "1000")).toBe(true);
     expect(answersMatch("-0", "0")).toBe(true);
-    expect(answersMatch("1e-13", "0")).toBe(true); // absolute tolerance near zero
-    expect(answersMatch("1e-11", "0")).toBe(false);
+    expect(answersMatch("42.0", "42")).toBe(true);
+    expect(answersMatch("4.2e1", "42")).toBe(true);
+    expect(answersMatch("4.2 \\times 10^{1}", "42")).toBe(true);
+    expect(answersMatch("2870166078123.0", "2870166078123")).toBe(true);
+    expect(answersMatch("2870166075540.0", "2870166078123")).toBe(false); // issue 39: off by 2,583
+    expect(answersMatch("2.870166078e+12", "2870166078123")).toBe(false);
+    expect(answersMatch("2870166078123.000001", "2870166078123")).toBe(false);
+    expect(answersMatch("2870166075540", "2870166078123")).toBe(false);
+    // An expected decimal keeps the tolerance: it may itself be rounded.
+    expect(answersMatch("0.3333333333333333", "0.333333333333333333")).toBe(true);
+    expect(answersMatch("36", "36.0")).toBe(true);
+    expect(answersMatch("25%", "0.25")).toBe(true);
+  });
+
+  it("keeps the exact and tolerant cases that do not depend on the expected answer's form", () => {
     expect(answersMatch("123456789012345678901", "123456789012345678900")).toBe(false); // exact integers
     expect(answersMatch("36", "36.0")).toBe(true);
     expect(answersMatch("73.6", "73.60")).toBe(true);

@@ -8,7 +8,9 @@
  * compared numerically (src/math/math-answer.ts) with the exact answer.
  *
  * Rubric: `correct_answer` (1.0) and `boxed_answer` (0, a format metric), plus the automatic
- * tool metrics `num_turns`, `num_tool_calls`, `num_tool_errors`.
+ * tool metrics `num_turns`, `num_tool_calls`, `num_tool_errors`. An integer or fraction answer is
+ * matched exactly (a decimal counts only if it equals it); `faithful: true` keeps the old
+ * tolerance of 1e-9 as soon as either side is a decimal, which paid wrong integers (issue 39).
  */
 import { calculatorTool, defineEnvironment, extractFinalAnswer, gradeReply, javascriptTool, lastAssistantText, pythonTool, z } from "envworker";
 import { DIFFICULTIES, generateProblem, type Difficulty } from "./problems.ts";
@@ -36,6 +38,10 @@ function argsSchema(systemPrompt: string) {
         .default("mixed")
         .describe("Problem difficulty: easy (one or two integer steps), medium (fractions, percentages, multi-step word problems), hard (longer computations that reward code), or mixed (drawn per episode)."),
       system_prompt: z.string().nullable().default(systemPrompt).describe("The system prompt (null: none)."),
+      faithful: z
+        .boolean()
+        .default(false)
+        .describe("true: the old comparison (a relative tolerance of 1e-9 as soon as either side is a decimal), which pays a wrong integer written as a decimal; false: an integer or fraction answer is matched exactly."),
     })
     .strict();
 }
@@ -75,7 +81,8 @@ function createMathTools(code: "javascript" | "python") {
     maxTurns: MAX_TURNS,
     tools: [calculatorTool, python ? pythonTool : javascriptTool],
     rubric: [
-      { name: "correct_answer", weight: 1, fn: ({ completion, answer }) => gradeReply(lastAssistantText(completion), answer) },
+      // Hardened by default (issue 39): an exact answer is matched exactly; `faithful` keeps the tolerance.
+      { name: "correct_answer", weight: 1, fn: ({ completion, answer, args: a }) => gradeReply(lastAssistantText(completion), answer, { exactExpected: !a.faithful }) },
       { name: "boxed_answer", weight: 0, fn: ({ completion }) => extractFinalAnswer(lastAssistantText(completion), true) !== undefined },
     ],
   });

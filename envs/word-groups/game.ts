@@ -17,7 +17,7 @@ export interface GameRecord {
   groups: PuzzleGroup[];
   /** Words still on the board, in display order. */
   remaining: string[];
-  /** Found groups in order; a re-guessed group is appended again (the reference quirk). */
+  /** Found groups in order; with the `faithful` rules a re-guessed group is appended again (the reference quirk). */
   found: PuzzleGroup[];
   lives: number;
   consecutive_parse_failures: number;
@@ -28,6 +28,16 @@ export interface GameRecord {
 
 export const START_LIVES = 4;
 export const MAX_PARSE_FAILURES = 2;
+
+/** How a guess is judged: the hardened default, or the reference's rules. */
+export interface GameRules {
+  /**
+   * The reference's rule: a guess matches any group, found ones included, and each match counts
+   * again (one group guessed four times "solves" the puzzle: 1.6 of 1.6). By default a found
+   * group's words are off the board, so guessing it again is a wrong guess: it costs a life.
+   */
+  faithful?: boolean;
+}
 
 export function newGame(groups: PuzzleGroup[], board: string[], shuffleSeed: number): GameRecord {
   return {
@@ -105,8 +115,18 @@ function allGroupsText(game: GameRecord): string {
   return game.groups.map(formatGroup).join("\n");
 }
 
+/** Whether `g` was found already (by members: the record may have been through JSON, identities lost). */
+function isFound(game: GameRecord, g: PuzzleGroup): boolean {
+  return game.found.some((f) => sameSet(f.members, g.members));
+}
+
+function wrongGuess(game: GameRecord, what: string): string {
+  game.lives -= 1;
+  return game.lives <= 0 ? `❌ ${what}. Game over! Correct groups were:\n${allGroupsText(game)}` : `❌ ${what}. Lives: ${game.lives}\n\n${boardText(game)}`;
+}
+
 /** Apply one model turn (its text); returns the environment's reply. Mutates `game`. */
-export function stepGame(game: GameRecord, text: string): string {
+export function stepGame(game: GameRecord, text: string, rules: GameRules = {}): string {
   if (game.done) throw new Error("the game is over");
   const guess = parseGuess(text);
   let reply: string;
@@ -127,7 +147,9 @@ export function stepGame(game: GameRecord, text: string): string {
   } else {
     game.consecutive_parse_failures = 0;
     const matched = matchGroup(game, guess);
-    if (matched) {
+    if (matched && !rules.faithful && isFound(game, matched)) {
+      reply = wrongGuess(game, `Incorrect: ${matched.group} was already found`);
+    } else if (matched) {
       removeFoundWords(game, matched);
       reply = `🎉 CORRECT! You found: ${formatGroup(matched)}`;
       const last = game.found.length === 3 && game.remaining.length === 4 ? matchGroup(game, game.remaining) : undefined;
@@ -140,11 +162,7 @@ export function stepGame(game: GameRecord, text: string): string {
         reply += `\n\n${boardText(game)}`;
       }
     } else {
-      game.lives -= 1;
-      reply =
-        game.lives <= 0
-          ? `❌ Incorrect. Game over! Correct groups were:\n${allGroupsText(game)}`
-          : `❌ Incorrect. Lives: ${game.lives}\n\n${boardText(game)}`;
+      reply = wrongGuess(game, "Incorrect");
     }
   }
   game.done = game.lives <= 0 || game.found.length >= 4;
@@ -154,11 +172,11 @@ export function stepGame(game: GameRecord, text: string): string {
 // --- rubric ----------------------------------------------------------------------------------
 
 /** The game after replaying the assistant turns of a completion (stops when the game ends). */
-export function replay(groups: PuzzleGroup[], turns: readonly string[]): GameRecord {
+export function replay(groups: PuzzleGroup[], turns: readonly string[], rules: GameRules = {}): GameRecord {
   const board = groups.flatMap((g) => g.members);
   const game = newGame(groups, board, 0);
   for (const t of turns) {
-    stepGame(game, t);
+    stepGame(game, t, rules);
     if (game.done) break;
   }
   return game;

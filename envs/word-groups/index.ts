@@ -6,6 +6,8 @@
  * a wrong guess costs a life, and two consecutive unparseable turns cost a life. At most 12
  * turns. Rubric [1.0, 0.3, 0.2, 0.1]: success, efficiency (lives left / 4 if solved), progress
  * (groups found / 4), format (share of turns with a parseable guess). See README.md.
+ * Hardened (issue 39): a found group guessed again is a wrong guess; `faithful: true` keeps the
+ * reference's rule, under which it counts again (one group guessed four times scored 1.6 of 1.6).
  *
  * The original puzzles (NYT, via a GitHub JSON) are not redistributable, so the puzzles are
  * assembled by a seeded generator from original groups in `groups.json`: one group per level
@@ -86,6 +88,10 @@ const args = z
       .default("mixed")
       .describe("mixed: one group per level 0-3 (NYT-style); easy: two of level 0 and two of 1; hard: two of 2 and two of 3; any: four groups of any level."),
     system_prompt: z.string().nullable().default(SYSTEM_PROMPT).describe("The system prompt (null: none)."),
+    faithful: z
+      .boolean()
+      .default(false)
+      .describe("true: the reference's rule that a found group guessed again counts again (one group guessed four times scores 1.6 of 1.6); false: a re-guess is a wrong guess."),
   })
   .strict();
 
@@ -156,8 +162,8 @@ function assistantTurns(completion: readonly Message[]): string[] {
 }
 
 /** The game a completion reaches (replayed from the assistant turns and the puzzle's groups). */
-export function replayCompletion(completion: readonly Message[], info: unknown, answer: string): GameRecord {
-  return replay(groupsOf(info, answer), assistantTurns(completion));
+export function replayCompletion(completion: readonly Message[], info: unknown, answer: string, a: Pick<WordGroupsArgs, "faithful">): GameRecord {
+  return replay(groupsOf(info, answer), assistantTurns(completion), { faithful: a.faithful });
 }
 
 export default defineEnvironment({
@@ -181,15 +187,15 @@ export default defineEnvironment({
     const info = example.info as unknown as WordGroupsInfo;
     return { game: newGame(info.groups, info.board, info.shuffle_seed) as unknown as JsonObject };
   },
-  respond: ({ lastText, state }) => {
+  respond: ({ lastText, state, args: a }) => {
     const game = state.game as unknown as GameRecord;
-    const reply = stepGame(game, lastText);
+    const reply = stepGame(game, lastText, { faithful: a.faithful });
     return { messages: reply, done: game.done };
   },
   rubric: [
-    { name: "success_reward", weight: 1.0, fn: ({ completion, info, answer }) => successReward(replayCompletion(completion, info, answer)) },
-    { name: "efficiency_reward", weight: 0.3, fn: ({ completion, info, answer }) => efficiencyReward(replayCompletion(completion, info, answer)) },
-    { name: "progress_reward", weight: 0.2, fn: ({ completion, info, answer }) => progressReward(replayCompletion(completion, info, answer)) },
+    { name: "success_reward", weight: 1.0, fn: ({ completion, info, answer, args: a }) => successReward(replayCompletion(completion, info, answer, a)) },
+    { name: "efficiency_reward", weight: 0.3, fn: ({ completion, info, answer, args: a }) => efficiencyReward(replayCompletion(completion, info, answer, a)) },
+    { name: "progress_reward", weight: 0.2, fn: ({ completion, info, answer, args: a }) => progressReward(replayCompletion(completion, info, answer, a)) },
     { name: "format_reward", weight: 0.1, fn: ({ completion }) => formatReward(assistantTurns(completion)) },
   ],
 });

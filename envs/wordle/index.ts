@@ -7,14 +7,15 @@
  * game with it and replies with the feedback lines, an invalid-move notice, or — when the game is
  * over — the engine's end reason, which ends the episode. Rubric: `correct_answer`,
  * `partial_answer`, `length_bonus` (weight 1 each) and XMLParser's `format_reward` (0.2), plus
- * the engine's own reward as the weight-0 metric `game_reward`. See README.md.
+ * the engine's own reward as the weight-0 metric `game_reward`. See README.md. Hardened (issue
+ * 39): `length_bonus` counts the guesses the game read; `faithful: true` keeps the reference's count.
  *
  * Words: secrets are common base-form words of the chosen length from SCOWL (level ≤
  * `secret_level`); guesses are validated against SCOWL ≤ 50 (US + UK spellings), see
  * `../shared/words.ts`. TextArena draws secrets from NLTK's Basic English nouns and validates
  * against its own UK/US + NLTK dictionary, so the word lists (only) differ from the original.
  */
-import { defineEnvironment, type JsonObject, type Message, parseAnswer, z } from "envworker";
+import { defineEnvironment, extractTag, type JsonObject, type Message, parseAnswer, z } from "envworker";
 import { pyStrip } from "../shared/py.ts";
 import { dictionaryUpTo, isRegularInflection, MAX_SCOWL_LEVEL, SCOWL_LEVELS, wordsUpTo } from "../shared/words.ts";
 import { xmlFormatReward } from "../shared/xml-format.ts";
@@ -62,6 +63,10 @@ const args = z
       .default(true)
       .describe("Exclude regular inflections (plurals, -ed, -ing forms) from the secret words."),
     system_prompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT).describe("The system prompt (null: none)."),
+    faithful: z
+      .boolean()
+      .default(false)
+      .describe("true: the reference's length bonus, which counts only guesses with both tags on one line (wrong guesses split over lines cost nothing); false: it counts the guesses the game read."),
   })
   .strict();
 
@@ -138,11 +143,14 @@ export function partialAnswer(completion: readonly Message[], answer: string): n
 }
 
 /**
- * `length_bonus`: correct / number of assistant messages matching `<guess>.*</guess>` (Python
- * `re.search` without DOTALL: the tags on one line), or correct / 1 when none match.
+ * `length_bonus`: correct / number of assistant messages holding a guess, or correct / 1 when
+ * none do. A guess is what the game reads (`<guess>…</guess>` across lines, as `parseAnswer`);
+ * `faithful`: the reference's `<guess>.*</guess>` (Python `re.search` without DOTALL: the tags on
+ * one line), which let wrong guesses split over lines keep the bonus at 1.0 (issue 39).
  */
-export function lengthBonus(completion: readonly Message[], answer: string): number {
-  const guesses = completion.filter((m) => m.role === "assistant" && hasGuessOnOneLine(m.content ?? "")).length;
+export function lengthBonus(completion: readonly Message[], answer: string, faithful = false): number {
+  const isGuess = faithful ? hasGuessOnOneLine : (text: string) => extractTag(text, "guess") !== undefined;
+  const guesses = completion.filter((m) => m.role === "assistant" && isGuess(m.content ?? "")).length;
   return correctAnswer(completion, answer) / (guesses || 1);
 }
 
@@ -190,7 +198,7 @@ export default defineEnvironment({
   rubric: [
     { name: "correct_answer", weight: 1.0, fn: ({ completion, answer }) => correctAnswer(completion, answer) },
     { name: "partial_answer", weight: 1.0, fn: ({ completion, answer }) => partialAnswer(completion, answer) },
-    { name: "length_bonus", weight: 1.0, fn: ({ completion, answer }) => lengthBonus(completion, answer) },
+    { name: "length_bonus", weight: 1.0, fn: ({ completion, answer, args: a }) => lengthBonus(completion, answer, a.faithful) },
     { name: "format_reward", weight: 0.2, fn: ({ completion }) => formatReward(completion) },
     {
       name: "game_reward",

@@ -21,6 +21,12 @@
  * must be equal exactly; otherwise (a decimal on either side) the doubles must agree within a
  * relative tolerance of 1e-9 (absolute 1e-12 near zero). A side written with a percent sign may
  * mean either its number or a hundredth of it: `25%` equals both `25` and `0.25`.
+ *
+ * Matching a prediction to an expected answer (`answersMatch`, `gradeReply`): an expected answer
+ * written exactly (an integer or a fraction) is compared exactly, whatever the prediction's form:
+ * `42.0` and `4.2e1` equal 42, `2870166075540.0` does not equal 2870166078123 (a tolerance of 1e-9
+ * would pay a wrong integer written as a decimal, issue 39). `exactExpected: false` restores the
+ * symmetric rule above (math-tools' `faithful: true`).
  */
 import type { Message } from "../env/messages.ts";
 import { add, div, equal, mul, neg, rational, toNumber, type Rational } from "./rational.ts";
@@ -232,6 +238,12 @@ export interface CompareOptions {
   relTol?: number;
   /** Absolute tolerance, for values near zero (default 1e-12). */
   absTol?: number;
+  /**
+   * `answersMatch` only: an expected answer written as an integer or a fraction is matched exactly,
+   * so the tolerances apply only when the expected answer is itself a decimal (default true).
+   * false: they apply as soon as either side is a decimal.
+   */
+  exactExpected?: boolean;
 }
 
 const HUNDRED: Rational = { num: 100n, den: 1n };
@@ -242,9 +254,13 @@ function readings(a: NumericAnswer): Rational[] {
 
 /** Numeric equality of two read answers (see the module comment). */
 export function numericEqual(a: NumericAnswer, b: NumericAnswer, options: CompareOptions = {}): boolean {
+  return equalReadings(a, b, a.form !== "decimal" && b.form !== "decimal", options);
+}
+
+/** Some reading of `a` equals some reading of `b`: exactly when `exact`, else within the tolerances. */
+function equalReadings(a: NumericAnswer, b: NumericAnswer, exact: boolean, options: CompareOptions): boolean {
   const relTol = options.relTol ?? 1e-9;
   const absTol = options.absTol ?? 1e-12;
-  const exact = a.form !== "decimal" && b.form !== "decimal";
   for (const x of readings(a)) {
     for (const y of readings(b)) {
       if (equal(x, y)) return true;
@@ -270,7 +286,10 @@ export function answersMatch(predicted: string, expected: string, options: Compa
   const e = parseNumericAnswer(expected);
   if (!e) return canonicalText(predicted) !== "" && canonicalText(predicted) === canonicalText(expected);
   const p = parseNumericAnswer(predicted);
-  return p !== undefined && numericEqual(p, e, options);
+  if (p === undefined) return false;
+  // An exact expected answer is matched exactly (see the module comment).
+  const exact = e.form !== "decimal" && (options.exactExpected !== false || p.form !== "decimal");
+  return equalReadings(p, e, exact, options);
 }
 
 export interface GradeOptions extends CompareOptions {
