@@ -1,7 +1,7 @@
 """envworker.catalogs.reasoning_gym against reasoning-gym itself.
 
-* parity: for 20 datasets, 50 seeds each, the catalog's prompt, answer and reward equal
-  reasoning-gym's own (``create_dataset``, ``extract_answer``, ``score_answer``, computed in a process
+* parity: for 20 datasets, 50 seeds each, the catalog's prompt, answer and reward (with
+  ``faithful: true``: reasoning-gym's formula where the catalog hardens one) equal reasoning-gym's own (``create_dataset``, ``extract_answer``, ``score_answer``, computed in a process
   that never imports envworker) on the gold answer, another item's answer, partial answers, an answer
   after a retracted one, no tags and an empty block;
 * every served dataset builds with its default args, draws an item at the lowest and highest seed

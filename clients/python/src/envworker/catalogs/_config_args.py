@@ -158,21 +158,27 @@ def config_fields(config_cls: type, exclude: Dict[str, str]) -> Tuple[List[Confi
     return out, fixed
 
 
-def args_class(class_name: str, fields: List[ConfigField], check: Callable[[Any], None]) -> type:
+def args_class(class_name: str, fields: List[ConfigField], check: Callable[[Any], None], extra: Tuple[Tuple[str, Any, Any], ...] = ()) -> type:
     """A dataclass of ``fields`` (every one with its default) whose construction runs ``check`` on
     the new instance: the authoring API builds args with the client's values, so a config the
-    library refuses is the client's ArgsError (a 400), not a failure later in the episode."""
+    library refuses is the client's ArgsError (a 400), not a failure later in the episode.
+    ``extra`` are arguments of the catalog's own, ``(name, wire type, default)``, after the
+    config's; :func:`config_kwargs` leaves them out of the config."""
 
     def __post_init__(self: Any) -> None:
         check(self)
 
-    spec = []
+    clash = {f.name for f in fields} & {name for name, _, _ in extra}
+    if clash:
+        raise ValueError(f"{class_name}: the config has a field named {', '.join(sorted(clash))}, an argument of the catalog's own")
+    spec: List[Any] = []
     for f in fields:
         default = f.default
         if isinstance(default, list):
             spec.append((f.name, f.wire, dataclasses.field(default_factory=lambda d=default: list(d))))
         else:
             spec.append((f.name, f.wire, dataclasses.field(default=default)))
+    spec += [(name, wire, dataclasses.field(default=default)) for name, wire, default in extra]
     return dataclasses.make_dataclass(class_name, spec, namespace={"__post_init__": __post_init__})
 
 

@@ -17,7 +17,9 @@ named ``rg-<dataset>`` in kebab case (``leg_counting`` is ``rg-leg-counting``). 
   which asks for ``<answer>...</answer>``);
 * **the reward** ``score_answer``: the dataset's own ``score_answer`` on the answer extracted from
   the completion as reasoning-gym's evaluations extract it (``reasoning_gym.utils.extract_answer``,
-  the last ``<answer>`` block); an answer that makes ``score_answer`` raise scores 0.
+  the last ``<answer>`` block); an answer that makes ``score_answer`` raise scores 0. Where that
+  scorer pays for a hack (a constant answer, any text), a hardened one scores instead
+  (:data:`._hardened.HARDENED`); the argument ``faithful: true`` keeps reasoning-gym's own.
 
 The example's ``info`` is ``{"dataset", "index"}``: ``POST /score`` with it (and the episode's
 args) regenerates the same entry and gives the episode's reward, and a client's info can name an
@@ -44,6 +46,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..authoring import ArgsError, Environment, Example, Reward
 from ._config_args import ConfigField, args_class, config_fields, config_kwargs
+from ._hardened import HARDENED
 
 PREFIX = "rg-"
 #: The virtual size of a dataset: how many distinct items the seeds reach (``seed % N``). Below
@@ -60,6 +63,11 @@ NOT_ARGS = {
     "size": "the episode's seed chooses the task",
     "data_file": "a file on the worker's disk",
 }
+#: Arguments of the catalog's own, beside the config's: ``faithful`` scores with reasoning-gym's
+#: own ``score_answer`` where :data:`HARDENED` has a scorer that pays only for the task (for parity
+#: with reasoning-gym's published numbers); it changes no task.
+CATALOG_ARGS = (("faithful", bool, False),)
+_CATALOG_NAMES = frozenset(name for name, _, _ in CATALOG_ARGS)
 #: Datasets whose tasks depend on Python's string hashing (tests/test_reasoning_gym.py checks the list).
 #: list_functions is not among them: it also drew from the global random (see :func:`global_seed`).
 HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "polynomial_multiplication", "ransom_note", "word_ladder"})
@@ -146,7 +154,7 @@ class Served:
         self.dataset_cls, self.config_cls = rg.factory.DATASETS[dataset]
         self.size = SIZES.get(dataset, VIRTUAL_SIZE)
         self.fields, self.fixed = config_fields(self.config_cls, NOT_ARGS)
-        self.args_cls = args_class(f"{_camel(dataset)}Args", self.fields, self._check)
+        self.args_cls = args_class(f"{_camel(dataset)}Args", self.fields, self._check, CATALOG_ARGS)
         # The default config must pass its own validate(): the catalog lists a dataset that fails
         # (composite needs datasets named) instead of serving one whose every reset fails.
         self.args_cls()
@@ -168,7 +176,9 @@ class Served:
 
     @staticmethod
     def args_key(args: Any) -> str:
-        return json.dumps(dataclasses.asdict(args), sort_keys=True)
+        """The config's args (the catalog's own left out: they choose no task)."""
+        config = {k: v for k, v in dataclasses.asdict(args).items() if k not in _CATALOG_NAMES}
+        return json.dumps(config, sort_keys=True)
 
     # -- items -----------------------------------------------------------------------------------
 
@@ -216,9 +226,11 @@ class Served:
     def score(self, completion_text: str, info: Dict[str, Any], args: Any) -> float:
         entry = self.entry(args, self.item_of(info))
         answer = self.rg.utils.extract_answer(completion_text)
+        hardened = None if args.faithful else HARDENED.get(self.dataset)
+        score_answer = hardened.score if hardened else self.dataset_cls.score_answer
         try:
             # A copy: a score_answer that edits its entry must not change the kept one.
-            return float(self.dataset_cls.score_answer(self.dataset_for(args), answer, copy.deepcopy(entry)))
+            return float(score_answer(self.dataset_for(args), answer, copy.deepcopy(entry)))
         except Exception:  # noqa: BLE001
             # Some score_answer functions raise on an answer they cannot read (prime_factorization
             # on a word): that is a wrong answer, not the environment failing.
