@@ -5,6 +5,7 @@
  * same thread then scores another client's answers as before. The server's own thread (this one) is
  * not affected.
  */
+import { runInThisContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
 import { startServer, type RunningServer } from "../src/node.ts";
@@ -69,5 +70,6 @@ describe("code generation from strings in environment threads", () => {
     expect(MARKER in globalThis).toBe(false);
     expect(eval("1 + 1")).toBe(2);
     expect(new Function("return 3")()).toBe(3);
+    expect(runInThisContext("4")).toBe(4);
   });
 });
