@@ -108,6 +108,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     // loopback Host names (DNS rebinding).
     allowedOrigins: config.allowedOrigins,
     loopbackOnly: isLoopbackListen(config.host ?? "127.0.0.1"),
+    allowedHosts: config.allowedHosts,
   });
   // Frames past twice the message limit are refused by the transport before they are buffered
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.

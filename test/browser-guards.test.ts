@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import { createApp } from "../src/server/app.ts";
-import { allowedOrigins, isLoopbackHostHeader, isLoopbackListen } from "../src/server/browser-guards.ts";
+import { allowedHosts, allowedOrigins, hostListed, isLoopbackHostHeader, isLoopbackListen } from "../src/server/browser-guards.ts";
 import { configFromEnv } from "../src/server/config.ts";
 import { inlineEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
@@ -40,8 +40,23 @@ describe("ENVWORKER_ALLOWED_ORIGINS", () => {
   });
 });
 
+describe("ENVWORKER_ALLOWED_HOSTS", () => {
+  it("reads host names and *.suffix patterns, refuses schemes, ports, paths and bare wildcards; a pattern covers subdomains only", () => {
+    expect(allowedHosts(undefined)).toEqual([]);
+    expect(allowedHosts(" Envs.Example.com , *.corp.example,")).toEqual(["envs.example.com", "*.corp.example"]);
+    for (const bad of ["https://envs.example", "envs.example:443", "envs.example/x", "*", "*.", "a..b", "-a.example", "a_b.example", "*.*.example"]) {
+      expect(() => allowedHosts(bad), bad).toThrow(/^ENVWORKER_ALLOWED_HOSTS takes host names/);
+    }
+    const listed = allowedHosts("envs.example.com,*.corp.example");
+    for (const ok of ["envs.example.com", "api.corp.example", "a.b.corp.example"]) expect(hostListed(listed, ok), ok).toBe(true);
+    for (const bad of ["corp.example", "xcorp.example", "envs.example.com.evil.example", "evil-envs.example.com", "api.corp.example.evil"]) expect(hostListed(listed, bad), bad).toBe(false);
+    expect(configFromEnv({ ENVWORKER_ALLOWED_HOSTS: "a.example" }).allowedHosts).toEqual(["a.example"]);
+    expect(configFromEnv({}).allowedHosts).toEqual([]);
+  });
+});
+
 describe("the app's answers", () => {
-  const build = (opts: { loopbackOnly?: boolean; allowedOrigins?: string[]; token?: string } = {}) =>
+  const build = (opts: { loopbackOnly?: boolean; allowedOrigins?: string[]; allowedHosts?: string[]; ownHost?: (h: string) => boolean; token?: string } = {}) =>
     createApp({ envs: reverseText, host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), ...opts });
   const reset = (app: ReturnType<typeof build>, headers: Record<string, string>, body = "{}") =>
     app.request("http://127.0.0.1:8000/envs/reverse-text/reset", { method: "POST", headers: { host: "127.0.0.1:8000", ...headers }, body });
@@ -79,7 +94,7 @@ describe("the app's answers", () => {
     expect(other.status).toBe(403);
   });
 
-  it("loopback only: a Host that is not a loopback name is 403 on every route, pages included; without it (0.0.0.0, Workers) any Host is served", async () => {
+  it("loopback only: a Host that is not a loopback name is 403 on every route, pages included; without it (0.0.0.0) any Host is served", async () => {
     const guarded = build({ loopbackOnly: true });
     for (const path of ["/envs", "/web", "/health", "/envs/reverse-text/metadata"]) {
       const res = await guarded.request(`http://evil.example${path}`, { headers: { host: "evil.example:8000" } });
@@ -96,6 +111,10 @@ describe("the app's answers", () => {
     expect((await proxied.request("https://envs.example/envs", { headers: { host: "envs.example:443" } })).status).toBe(200);
     expect((await proxied.request("http://evil.example/envs", { headers: { host: "evil.example" } })).status).toBe(403);
     expect((await proxied.request("http://envs.example:8000/envs", { headers: { host: "envs.example:8000" } })).status).toBe(403);
+    // Listed hosts (any port) and the server's own names (a Worker's *.workers.dev) are served too.
+    const listed = build({ loopbackOnly: true, allowedHosts: ["envs.example", "*.corp.example"], ownHost: (h) => h.endsWith(".workers.dev") });
+    for (const host of ["envs.example", "envs.example:8443", "api.corp.example", "me.someone.workers.dev"]) expect((await listed.request("http://x/envs", { headers: { host } })).status, host).toBe(200);
+    for (const host of ["corp.example", "workers.dev", "me.workers.dev.evil.example", "evil.example"]) expect((await listed.request("http://x/envs", { headers: { host } })).status, host).toBe(403);
   });
 
   it("JSON routes: 415 for any other content type (unread), and for a body with none; an empty body with none is {}", async () => {

@@ -54,6 +54,15 @@ describe("configFromEnv (in process)", () => {
     expect(DOCUMENTED).toContain("ENVWORKER_ENV_THREADS");
   });
 
+  it("ENVWORKER_CF_CONNECTING_IP: unset or empty (the build decides), trust or ignore; anything else refused", () => {
+    expect(configFromEnv({}).cfConnectingIp).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_CF_CONNECTING_IP: "" }).cfConnectingIp).toBeUndefined();
+    expect(configFromEnv({ ENVWORKER_CF_CONNECTING_IP: "trust" }).cfConnectingIp).toBe("trust");
+    expect(configFromEnv({ ENVWORKER_CF_CONNECTING_IP: "ignore" }).cfConnectingIp).toBe("ignore");
+    expect(() => configFromEnv({ ENVWORKER_CF_CONNECTING_IP: "1" })).toThrow('ENVWORKER_CF_CONNECTING_IP must be "trust" or "ignore", got "1"');
+    expect(DOCUMENTED).toContain("ENVWORKER_CF_CONNECTING_IP");
+  });
+
   it("ENVWORKER_SANDBOX_AFFINITY: unset or empty (each engine's per-run default), run, client, episode (or its old name \"key\") or off; anything else refused", () => {
     expect(configFromEnv({}).sandboxAffinity).toBeUndefined();
     expect(configFromEnv({ ENVWORKER_SANDBOX_AFFINITY: "" }).sandboxAffinity).toBeUndefined();

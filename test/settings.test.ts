@@ -5,7 +5,9 @@
  * row has no test here (or a test names a setting the README does not have), so the two cannot
  * drift apart. (test/config.test.ts checks configFromEnv in process against the table's defaults.)
  */
-import { availableParallelism } from "node:os";
+import { mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversationChars } from "../src/env/episode.ts";
@@ -14,7 +16,8 @@ import { rawRequest } from "./helpers/raw-http.ts";
 import { freePort, spawnServe } from "./helpers/serve-process.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { readmeSettings } from "./helpers/readme.ts";
-import { postFrom } from "./helpers/http.ts";
+import { postFrom, requestFrom } from "./helpers/http.ts";
+import { buildWorkerBundle, startWorkerd } from "./helpers/workerd.ts";
 import { judgeEnv, startMockJudge, type MockJudge } from "./helpers/mock-judge.ts";
 import { grader } from "../envs/open-qa/index.ts";
 
@@ -464,6 +467,47 @@ describe("judge settings through the real environment variables (envworker serve
       expect(((await other.json()) as { error: { code: string } }).error.code).toBe("FORBIDDEN");
     } finally {
       await own.stop();
+    }
+  });
+
+  setting(["ENVWORKER_ALLOWED_HOSTS"], "a server on a loopback address answers a listed name (and a *.suffix's subdomains), and refuses any other 403", async () => {
+    const own = await startLiveServer({ ENVWORKER_ALLOWED_HOSTS: "envs.example.com,*.corp.example" }, ["reverse-text"]);
+    try {
+      const as = (host: string) => requestFrom("127.0.0.1", "POST", `${own.url}/envs/reverse-text/reset`, {}, { host });
+      for (const host of ["envs.example.com", "envs.example.com:8000", "api.corp.example", "localhost"]) expect((await as(host)).status, host).toBe(200);
+      for (const host of ["evil.example", "corp.example", "envs.example.com.evil.example"]) {
+        const r = await as(host);
+        expect(r.status, host).toBe(403);
+        expect(r.body.error.code).toBe("FORBIDDEN");
+      }
+    } finally {
+      await own.stop();
+    }
+  });
+
+  setting(["ENVWORKER_CF_CONNECTING_IP"], "Workers: trust makes the header's address the client even in a wrangler dev build; ignore makes it no client even in a deploy build", async () => {
+    const tmp = await mkdtemp(join(tmpdir(), "envworker-cf-ip-"));
+    try {
+      const [devBundle, deployBundle] = await Promise.all([buildWorkerBundle(join(tmp, "dev"), undefined, "development"), buildWorkerBundle(join(tmp, "deploy"), undefined, "")]);
+      const [trusting, ignoring] = await Promise.all([
+        startWorkerd(devBundle, join(tmp, "do-trust"), { ENVWORKER_CF_CONNECTING_IP: "trust" }),
+        startWorkerd(deployBundle, join(tmp, "do-ignore"), { ENVWORKER_CF_CONNECTING_IP: "ignore" }),
+      ]);
+      try {
+        // As the edge would deliver them: the Worker's own name, an address each.
+        const as = (server: { url: string }, ip: string, method: string, path: string, body?: unknown) => requestFrom("127.0.0.1", method, `${server.url}${path}`, body, { host: "envworker.someone.workers.dev", "cf-connecting-ip": ip });
+        const ownedBy = async (server: { url: string }) => {
+          const r = await as(server, "198.51.100.7", "POST", "/envs/alphabet-sort/reset", { seed: 1 });
+          expect(r.status).toBe(200);
+          return (await as(server, "203.0.113.9", "GET", `/envs/alphabet-sort/state?episode_id=${r.body.episode_id}`)).status;
+        };
+        expect(await ownedBy(trusting)).toBe(404);
+        expect(await ownedBy(ignoring)).toBe(200);
+      } finally {
+        await Promise.all([trusting.dispose(), ignoring.dispose()]);
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
     }
   });
 

@@ -4,6 +4,8 @@
  * (the code sandboxes) stay in the main thread, where their queues are shared fairly by every
  * episode: a call's `sandbox.run` is forwarded there and its result sent back.
  */
+// First, before anything that could load environment code: no string becomes code in this thread.
+import { watchCall, type CallWatch } from "./no-code-from-strings.ts";
 import { parentPort, workerData } from "node:worker_threads";
 import type { Environment } from "../env/environment.ts";
 import { stepEpisode } from "../env/episode.ts";
@@ -146,6 +148,24 @@ async function run(op: CallOp, call: number, client: string): Promise<unknown> {
   }
 }
 
+/**
+ * `run`, failing with a coded error when the call tried to turn a string into code: whatever the
+ * environment did with the refusal (caught it and returned a reward), its result is not used.
+ */
+async function watched(op: CallOp, call: number, client: string): Promise<unknown> {
+  const watch: CallWatch = {};
+  let value: unknown;
+  try {
+    value = await watchCall(watch, () => run(op, call, client));
+  } catch (err) {
+    if (watch.refused === undefined) throw err;
+  }
+  if (watch.refused !== undefined) {
+    throw new ApiError("EXECUTION_ERROR", `${op.env}: ${op.op}: the environment's code tried to turn a string into code (${watch.refused}), which environment threads refuse`, { reason: "CODE_FROM_STRINGS", refused: watch.refused });
+  }
+  return value;
+}
+
 /** An error as plain data for the main thread's log (name, message, stack survive; the object does not). */
 function describe(err: unknown): { name: string; message: string; stack?: string | undefined } {
   return err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : { name: "Error", message: String(err) };
@@ -160,7 +180,7 @@ function receive(msg: ToThread): void {
     case "call":
       // Tells the main thread this call is under way: calls after it are not, and can move.
       Atomics.store(started, 0, msg.seq);
-      run(msg.op, msg.id, msg.client).then(
+      watched(msg.op, msg.id, msg.client).then(
         (value) => {
           ended(msg.id);
           post({ t: "done", id: msg.id, seq: msg.seq, value });

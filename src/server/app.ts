@@ -66,8 +66,12 @@ export interface AppOptions {
   token?: string | undefined;
   /** Origins besides the server's own whose pages may call it (ENVWORKER_ALLOWED_ORIGINS; browser-guards.ts). */
   allowedOrigins?: readonly string[] | undefined;
-  /** The server listens on a loopback address: Host names that are not loopback ones are refused (DNS rebinding; browser-guards.ts). */
+  /** Host names are checked (DNS rebinding; browser-guards.ts): a Node server on a loopback address, every Worker. */
   loopbackOnly?: boolean | undefined;
+  /** Host names answered besides loopback ones (ENVWORKER_ALLOWED_HOSTS). */
+  allowedHosts?: readonly string[] | undefined;
+  /** Host names that are the server's own (a Worker's `*.workers.dev`). */
+  ownHost?: ((hostname: string) => boolean) | undefined;
   /** Where Open Reward Standard sessions are kept (ors.ts; default: in memory, no share per client). */
   orsSessions?: OrsSessionStore;
   /** How often an ORS tool call's stream says it is alive (ors.ts HEARTBEAT_MS; tests). */
@@ -359,7 +363,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   });
   root.notFound((c) => c.json(new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}`).toJSON(), 404));
   // Before the token check: a page of another origin (or a DNS-rebound name) is refused whatever it sends.
-  root.use("*", browserGuards({ allowedOrigins: opts.allowedOrigins, loopbackOnly: opts.loopbackOnly }));
+  root.use("*", browserGuards({ allowedOrigins: opts.allowedOrigins, loopbackOnly: opts.loopbackOnly, allowedHosts: opts.allowedHosts, ownHost: opts.ownHost }));
   if (opts.token) {
     const auth = requireToken(opts.token);
     root.use("/t/:token/*", auth);

@@ -9,8 +9,10 @@
  * - Host: a page on evil.example can make its own name resolve to 127.0.0.1 (DNS rebinding): its
  *   requests are then same-origin to it, Origin and all, but they carry `Host: evil.example`. A
  *   server listening on a loopback address answers only Host names that are loopback ones
- *   (localhost, 127.x.y.z, [::1], any port), and those of the listed origins (a proxy in front of
- *   it passing its public name on).
+ *   (localhost, 127.x.y.z, [::1], any port), those of the listed origins and hosts
+ *   (ENVWORKER_ALLOWED_HOSTS: a proxy in front of it passing its public name on). A Worker does the
+ *   same, its own names (`*.workers.dev`) added: workerd cannot tell where it listens, and
+ *   `wrangler dev` on 127.0.0.1 is as reachable by a rebound name as a Node server.
  * - Content-Type: JSON routes take only `application/json` bodies (app.ts, 415), so a form post or
  *   a `text/plain` fetch (CORS "simple" requests, sent without asking first) is never parsed.
  *
@@ -23,8 +25,42 @@ import { ApiError } from "../env/errors.ts";
 export interface BrowserGuardOptions {
   /** Origins besides the server's own that may call it (ENVWORKER_ALLOWED_ORIGINS, as parsed by allowedOrigins). */
   allowedOrigins?: readonly string[] | undefined;
-  /** The server listens on a loopback address only: refuse Host names that are not loopback ones. */
+  /**
+   * Refuse Host names other than loopback ones, the listed origins' and hosts' (`allowedHosts`),
+   * and the server's own (`ownHost`): a Node server listening on a loopback address, any Worker.
+   */
   loopbackOnly?: boolean | undefined;
+  /** Host names (or `*.suffix` patterns) answered besides (ENVWORKER_ALLOWED_HOSTS, as parsed by allowedHosts). */
+  allowedHosts?: readonly string[] | undefined;
+  /** Names that are the server's own wherever it runs (a Worker's `*.workers.dev`). */
+  ownHost?: ((hostname: string) => boolean) | undefined;
+}
+
+/**
+ * The host names a setting lists (comma-separated, e.g. `envs.example.com,*.corp.example`): a name,
+ * or `*.` and a suffix its subdomains share; lower-cased, no port. Throws on anything else.
+ */
+export function allowedHosts(setting: string | undefined): string[] {
+  const out: string[] = [];
+  for (const raw of (setting ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== "")) {
+    const name = raw.startsWith("*.") ? raw.slice(2) : raw;
+    if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) {
+      throw new Error(`ENVWORKER_ALLOWED_HOSTS takes host names such as envs.example.com or *.example.com (no scheme, port or path), got ${JSON.stringify(raw)}`);
+    }
+    out.push(raw);
+  }
+  return out;
+}
+
+/** The host name of a Host header (lower-cased, no port, no trailing dot), or undefined when it is not one. */
+export function hostnameOf(host: string): string | undefined {
+  const m = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::\d{1,5})?$/i.exec(host.trim());
+  return m ? m[1]!.toLowerCase().replace(/\.$/, "") : undefined;
+}
+
+/** Whether `hostname` is one `patterns` (allowedHosts) name: exactly, or under a `*.` suffix. */
+export function hostListed(patterns: readonly string[], hostname: string): boolean {
+  return patterns.some((p) => (p.startsWith("*.") ? hostname.endsWith(p.slice(1)) : hostname === p));
 }
 
 /**
@@ -62,9 +98,8 @@ export function isLoopbackListen(host: string): boolean {
 
 /** Whether a Host header names a loopback host (any port): what a DNS-rebound page cannot send. */
 export function isLoopbackHostHeader(host: string): boolean {
-  const m = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::\d{1,5})?$/i.exec(host.trim());
-  if (!m) return false;
-  const name = m[1]!.toLowerCase().replace(/\.$/, "");
+  const name = hostnameOf(host);
+  if (name === undefined) return false;
   return name === "localhost" || name === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(name);
 }
 
@@ -93,11 +128,16 @@ function refuse(c: Context, message: string): Response {
 
 export function browserGuards(opts: BrowserGuardOptions): MiddlewareHandler {
   const listed = new Set(opts.allowedOrigins ?? []);
+  const hostAnswered = (host: string) => {
+    if (isLoopbackHostHeader(host) || (opts.allowedOrigins ?? []).some((o) => isOwnOrigin(o, host))) return true;
+    const name = hostnameOf(host);
+    return name !== undefined && (hostListed(opts.allowedHosts ?? [], name) || (opts.ownHost?.(name) ?? false));
+  };
   return async (c, next) => {
     const host = c.req.header("host");
     // A listed origin's own name is fine too: a proxy in front of a loopback server passes it on.
-    if (opts.loopbackOnly && host !== undefined && !isLoopbackHostHeader(host) && !(opts.allowedOrigins ?? []).some((o) => isOwnOrigin(o, host))) {
-      return refuse(c, `Host ${JSON.stringify(host)} is not a loopback name: this server listens on a loopback address and answers only localhost, 127.x.y.z, [::1] and the hosts of ENVWORKER_ALLOWED_ORIGINS (a page whose name was made to resolve here is refused)`);
+    if (opts.loopbackOnly && host !== undefined && !hostAnswered(host)) {
+      return refuse(c, `Host ${JSON.stringify(host)} is not one of this server's names: it answers only localhost, 127.x.y.z, [::1]${opts.ownHost ? ", its own *.workers.dev names" : ""} and the hosts of ENVWORKER_ALLOWED_HOSTS and ENVWORKER_ALLOWED_ORIGINS (a page whose name was made to resolve here is refused)`);
     }
     const origin = c.req.header("origin");
     if (origin === undefined) return next();

@@ -1,7 +1,7 @@
 /** Server settings from the environment, each with its documented default. */
 import { sandboxKindFromEnv } from "../sandbox/kind.ts";
 import type { SandboxKind } from "../sandbox/types.ts";
-import { allowedOrigins } from "./browser-guards.ts";
+import { allowedHosts, allowedOrigins } from "./browser-guards.ts";
 
 export interface ServerConfig {
   host: string;
@@ -34,6 +34,17 @@ export interface ServerConfig {
    * (ENVWORKER_ALLOWED_ORIGINS, comma-separated; they get CORS headers). Default: none.
    */
   allowedOrigins: string[];
+  /**
+   * Host names (or `*.suffix` patterns) answered besides loopback ones and a Worker's own
+   * `*.workers.dev` (ENVWORKER_ALLOWED_HOSTS): a proxy's public name, a Worker's route or custom
+   * domain. Applies where Host is checked: a Node server on a loopback address, every Worker.
+   */
+  allowedHosts: string[];
+  /**
+   * Workers: whether a client's address is its `CF-Connecting-IP` header (ENVWORKER_CF_CONNECTING_IP):
+   * "trust", "ignore", or undefined: trusted in a bundle `wrangler deploy` built (src/workers/edge.ts).
+   */
+  cfConnectingIp: "trust" | "ignore" | undefined;
   /** How long shutdown waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
   /** Deadline of one call into environment code (reset, step, score, a tool call over MCP). */
@@ -121,6 +132,12 @@ function affinity(raw: string | undefined): SandboxAffinity | undefined {
   throw new Error(`ENVWORKER_SANDBOX_AFFINITY must be "run", "client", "episode" or "off", got ${JSON.stringify(raw)}`);
 }
 
+function cfConnectingIp(raw: string | undefined): "trust" | "ignore" | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (raw === "trust" || raw === "ignore") return raw;
+  throw new Error(`ENVWORKER_CF_CONNECTING_IP must be "trust" or "ignore", got ${JSON.stringify(raw)}`);
+}
+
 export function configFromEnv(env: Record<string, string | undefined>): ServerConfig {
   return {
     host: env.HOST || "127.0.0.1",
@@ -136,6 +153,8 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     sandboxAffinity: affinity(env.ENVWORKER_SANDBOX_AFFINITY),
     token: env.ENVWORKER_TOKEN || undefined,
     allowedOrigins: allowedOrigins(env.ENVWORKER_ALLOWED_ORIGINS),
+    allowedHosts: allowedHosts(env.ENVWORKER_ALLOWED_HOSTS),
+    cfConnectingIp: cfConnectingIp(env.ENVWORKER_CF_CONNECTING_IP),
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,

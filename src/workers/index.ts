@@ -21,6 +21,7 @@ import { createApp } from "../server/app.ts";
 import { newEpisodeId } from "../server/ids.ts";
 import { episodeObject, stringVars, type WorkerBindings } from "./bindings.ts";
 import { DurableObjectEpisodeHost } from "./durable-host.ts";
+import { edgeAddress, isWorkersDevHost } from "./edge.ts";
 import { workerServices } from "./services.ts";
 import { episodeClass, WS_ATTACH_HEADER, WS_CLIENT_HEADER, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 import { objectNameFor, objectPart } from "./routing.ts";
@@ -70,12 +71,16 @@ export function createWorker(environments: readonly Environment[], options: Crea
       },
       maxBodyBytes: config.maxBodyBytes,
       services: workerServices(config),
-      // Who asks, for the fair queues and per-client caps of stateless calls (a judge's calls):
-      // its token when several are configured, else the address Cloudflare's edge sets; one
-      // client for all without it (local dev).
-      clientOf: clientIdentity(config.token, (c) => c.req.header("cf-connecting-ip")),
+      // Who asks (an episode's owner, the key of fair queues and per-client caps): its token when
+      // several are configured, else the address Cloudflare's edge sets, where the request can
+      // have come through the edge (edge.ts); one client for all otherwise (local dev).
+      clientOf: clientIdentity(config.token, edgeAddress(config.cfConnectingIp)),
       token: config.token,
       allowedOrigins: config.allowedOrigins,
+      // DNS rebinding: `wrangler dev` on 127.0.0.1 is reachable by a rebound name as Node is.
+      loopbackOnly: true,
+      allowedHosts: config.allowedHosts,
+      ownHost: isWorkersDevHost,
       webSocket: (c) => {
         // A fresh object of the client's own; attached to a session (B/ws?session_id=S), the
         // object that holds S (the app checked it is this client's).

@@ -18,11 +18,15 @@ export interface Bundle {
   gzipBytes: number;
 }
 
-/** `wrangler deploy --dry-run` of the project's Worker (or of another wrangler.toml, for test workers). */
-export async function buildWorkerBundle(outDir: string, config = join(ROOT, "wrangler.toml")): Promise<Bundle> {
+/**
+ * `wrangler deploy --dry-run` of the project's Worker (or of another wrangler.toml, for test workers).
+ * `nodeEnv`: the NODE_ENV wrangler bundles with ("production" as `wrangler deploy` does when none is
+ * set, "development" as `wrangler dev` does); default: the test process's own.
+ */
+export async function buildWorkerBundle(outDir: string, config = join(ROOT, "wrangler.toml"), nodeEnv?: string): Promise<Bundle> {
   await run(join(ROOT, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", outDir, "--config", config], {
     cwd: ROOT,
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
+    env: { ...process.env, ...(nodeEnv === undefined ? {} : { NODE_ENV: nodeEnv }), WRANGLER_SEND_METRICS: "false", CI: "true", NO_COLOR: "1" },
     maxBuffer: 16 << 20,
   });
   let rawBytes = 0;
