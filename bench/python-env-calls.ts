@@ -144,7 +144,7 @@ export async function benchPythonEnvCalls(): Promise<void> {
 }
 
 /** The victim's rg-leg-counting steps for `seconds`, alone or beside the attacker's stalling answers. */
-async function victimSteps(server: BenchServer, seconds: number, attacked: boolean): Promise<{ ms: number[]; unanswered: number }> {
+async function victimSteps(server: BenchServer, seconds: number, attacked: boolean): Promise<{ ms: number[]; unanswered: number; failed: number }> {
   let stop = false;
   const attacks: Promise<unknown>[] = [];
   if (attacked) {
@@ -159,11 +159,16 @@ async function victimSteps(server: BenchServer, seconds: number, attacked: boole
   }
   const ms: number[] = [];
   let unanswered = 0;
+  let failed = 0;
   const end = performance.now() + seconds * 1000;
   while (performance.now() < end) {
     const left = end - performance.now();
     const t0 = performance.now();
-    const done = await Promise.race([episode(server, "rg-leg-counting", VICTIM).then((r) => r.stepMs), new Promise<undefined>((r) => setTimeout(() => r(undefined), left + 1000))]);
+    const played = episode(server, "rg-leg-counting", VICTIM).then(
+      (r) => r.stepMs,
+      () => (failed++, performance.now() - t0),
+    );
+    const done = await Promise.race([played, new Promise<undefined>((r) => setTimeout(() => r(undefined), left + 1000))]);
     if (done === undefined) {
       unanswered++;
       ms.push(performance.now() - t0);
@@ -174,17 +179,17 @@ async function victimSteps(server: BenchServer, seconds: number, attacked: boole
   stop = true;
   // The attacker's requests are left to end on their own deadlines (the /score's may outlive the phase).
   void Promise.allSettled(attacks);
-  return { ms: ms.sort((a, b) => a - b), unanswered };
+  return { ms: ms.sort((a, b) => a - b), unanswered, failed };
 }
 
 async function attackPhase(trees: Tree[]): Promise<void> {
   console.log(`\n## rg-leg-counting steps alone and beside red team 5's stalling answers (${ATTACK_S} s each: 2 clients' worth of rg-countdown steps answering 9999**9999*… and a 64-item /score of them, from another client; load ${load()})`);
-  console.log("| tree | phase | steps | p50 ms | p90 ms | max ms | not answered within the phase |");
-  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+  console.log("| tree | phase | steps | p50 ms | p90 ms | max ms | failed | not answered within the phase |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const t of trees) {
     for (const attacked of [false, true]) {
-      const { ms, unanswered } = await victimSteps(t.server, ATTACK_S, attacked);
-      console.log(`| ${t.name} | ${attacked ? "beside the attack" : "alone"} | ${ms.length} | ${fmt(percentile(ms, 50), 1)} | ${fmt(percentile(ms, 90), 1)} | ${fmt(ms.at(-1) ?? 0, 0)} | ${unanswered} |`);
+      const { ms, unanswered, failed } = await victimSteps(t.server, ATTACK_S, attacked);
+      console.log(`| ${t.name} | ${attacked ? "beside the attack" : "alone"} | ${ms.length} | ${fmt(percentile(ms, 50), 1)} | ${fmt(percentile(ms, 90), 1)} | ${fmt(ms.at(-1) ?? 0, 0)} | ${failed} | ${unanswered} |`);
     }
   }
 }
