@@ -66,6 +66,7 @@ async function episode(server: BenchServer, env: string, who: Record<string, str
     const r = await post(server, `/envs/${env}/reset`, { seed }, who);
     await post(server, `/envs/${env}/step`, { episode_id: r.body.episode_id, action: { content: "<answer>?</answer>" } }, who);
     const state = await fetch(`${server.url}/envs/${env}/state?episode_id=${r.body.episode_id}`, { headers: who }).then((x) => x.json() as Promise<any>);
+    await post(server, `/envs/${env}/close`, { episode_id: r.body.episode_id }, who);
     gold.set(key, `<answer>${state.answer}</answer>`);
   }
   // reverse-text-py's reward is a ratio: any answer is scored.
@@ -78,6 +79,8 @@ async function episode(server: BenchServer, env: string, who: Record<string, str
   const t2 = performance.now();
   if (s.status !== 200 || s.body.done !== true) throw new Error(`${env} step: ${s.status} ${JSON.stringify(s.body).slice(0, 200)}`);
   if (env !== "reverse-text-py" && s.body.reward !== 1) throw new Error(`${env}: the gold answer scored ${s.body.reward}: ${JSON.stringify(s.body).slice(0, 300)}`);
+  // Closed: thousands of episodes kept open would reach the client's share of them (429).
+  await post(server, `/envs/${env}/close`, { episode_id: r.body.episode_id }, who);
   return { resetMs: t1 - t0, stepMs: t2 - t1 };
 }
 
@@ -152,6 +155,7 @@ async function victimSteps(server: BenchServer, seconds: number, attacked: boole
       while (!stop) {
         const r = await post(server, "/envs/rg-countdown/reset", {}, ATTACKER);
         await post(server, "/envs/rg-countdown/step", { episode_id: r.body.episode_id, action: { content: STALL } }, ATTACKER);
+        await post(server, "/envs/rg-countdown/close", { episode_id: r.body.episode_id }, ATTACKER);
       }
     };
     attacks.push(stallStep(), stallStep());
