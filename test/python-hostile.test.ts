@@ -117,7 +117,7 @@ describe("hostile Python environments", () => {
     expect(JSON.stringify(scored.body.results[0])).toMatch(/TIMEOUT|longer than/);
   }, 120_000);
 
-  it("a worker that dies costs the call a coded error (CRASHED); the episode goes on", async () => {
+  it("a call whose process dies costs that call a coded error (CRASHED); the episode goes on", async () => {
     const id = await reset();
     const { value: r, failures } = await whileServing(() => step(id, "crash"));
     expect(r.status, JSON.stringify(r.body).slice(0, 500)).toBe(422);
