@@ -15,7 +15,7 @@ message; stdin is /dev/null to it.
 
     worker -> server  hello {protocol, pid, envs: [spec, ...]}   once loaded
                       load-error {message}                       the module failed to load (then exit 1)
-                      started id pid                             call `id` runs in child `pid` (its run clock)
+                      started id pid                             call `id`, running 50 ms, runs in child `pid` (its run clock)
                       done id {value} | failed id {type, message, traceback, too_large}
                       crashed id {reason, message}               the call's child died or broke the protocol
                       sandbox id sid {code, lang, options}       a call's sandbox.run, run by the server
