@@ -45,7 +45,8 @@ function watchSandbox(sandbox: Sandbox, label: string, note: (line: string) => v
       if (result.error?.name === "SandboxError") note(`${label}: ${result.error.message}`);
       return result;
     },
-    dispose: () => sandbox.dispose(),
+    // The watch does not own the sandbox (as scope.ts's view does not).
+    dispose: async () => {},
   };
 }
 
