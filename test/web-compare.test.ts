@@ -2,6 +2,7 @@
  * The viewer's comparison for any reward range, in Chromium (issue 40): wordle's rewards go to 3.2,
  * a user's game to 1.5, others below 0; the scatter's axes and the histogram's bins come from the
  * data, and a difference that is float noise (1.3500000000000003 against 1.35) is no difference.
+ * And a rollout scored while a sandbox failed is shown as an error, with the reason.
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -17,7 +18,7 @@ let browser: Browser;
 let viewer: Awaited<ReturnType<typeof startViewer>>;
 
 /** A saved run as `envworker eval -s` writes it: one rollout per example, with these rewards. */
-async function writeRun(env: string, model: string, startedAt: string, rewards: number[]): Promise<string> {
+async function writeRun(env: string, model: string, startedAt: string, rewards: number[], envInfo: (i: number) => Record<string, unknown> = () => ({})): Promise<string> {
   const name = `${startedAt.replace(/\D/g, "").slice(0, 14)}-abcdef`;
   const dir = join(root, `${env}--${model}`, name);
   await mkdir(dir, { recursive: true });
@@ -28,7 +29,7 @@ async function writeRun(env: string, model: string, startedAt: string, rewards: 
     completion: [{ role: "assistant", content: "guess" }],
     answer: "crane",
     info: {},
-    env_info: { split: "train" },
+    env_info: { split: "train", ...envInfo(i) },
     reward,
     metrics: { score: reward },
     done: true,
@@ -58,6 +59,8 @@ beforeAll(async () => {
   ids.wordleB = await writeRun("wordle", "model-b", "2026-01-02T10:00:00.000Z", WORDLE_B);
   ids.gameA = await writeRun("my-game", "model-a", "2026-01-01T10:00:00.000Z", GAME_A);
   ids.gameB = await writeRun("my-game", "model-b", "2026-01-02T10:00:00.000Z", GAME_B);
+  // py-code in process with a Python sandbox that could not start: scored 0, and an error.
+  ids.broken = await writeRun("py-code", "model-a", "2026-01-03T10:00:00.000Z", [0, 1], (i) => (i === 0 ? { service_errors: ["python sandbox: could not start a Python grading process"] } : {}));
   viewer = await startViewer(root, { port: 0 });
   browser = await launchBrowser();
 }, 120_000);
@@ -173,5 +176,21 @@ describe("axes and bins from the data", () => {
     const row = (reward: number) => ({ example_id: 0, rollout: 0, reward, metrics: null, error: null, rewardErrors: null, serviceErrors: null, turns: 1, done: true, truncated: false, total_ms: null, tokens: 0, prompt: "p", offset: 0, length: 0 });
     const run = (reward: number) => ({ rows: [row(reward)], meta: { rollouts_per_example: 1, num_examples: 1 } }) as unknown as Parameters<typeof runStats>[0];
     expect(compareRuns(runStats(run(1.35)), runStats(run(1.3500000000000003)))[0]!.diff).toBe(0);
+  });
+});
+
+describe("a rollout scored while a sandbox failed", () => {
+  it("is an error on the run page and says why on the rollout's page", async () => {
+    const { page, problems } = await openPage(browser);
+    await page.goto(`${viewer.url}/runs/${ids.broken}`);
+    expect(await stat(page, "errors")).toBe(1);
+    const chip = page.locator('a.chip[href$="/0/0"]');
+    expect(await chip.getAttribute("class")).toContain("err");
+    expect(await chip.textContent()).toBe("0.00 !");
+    await page.goto(`${viewer.url}/runs/${ids.broken}/0/0`);
+    expect(await page.getByTestId("service-errors").textContent()).toBe("scored while python sandbox: could not start a Python grading process");
+    await page.goto(`${viewer.url}/runs/${ids.broken}/1/0`);
+    expect(await page.getByTestId("service-errors").count()).toBe(0);
+    expect(problems).toEqual([]);
   });
 });
