@@ -10,7 +10,7 @@ import { createApp, sessionWebSocket } from "./server/app.ts";
 import type { Environment } from "./env/environment.ts";
 import { StoreEpisodeHost } from "./server/episode-host.ts";
 import { MemoryEpisodeStore } from "./server/episode-store.ts";
-import { breaksPerRunRule, createSandbox, sandboxKindFromEnv, scopedSandbox, serverAffinity, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
+import { breaksPerRunRule, sandboxKindFromEnv, serverAffinity, type CreateSandboxOptions, type Sandbox } from "./sandbox/index.ts";
 import { DEFAULT_CLIENT_SHARE_PCT, DEFAULT_MAX_MEMORY_MB, type ServerConfig } from "./server/config.ts";
 import { clientIdentity, nodeAddress } from "./server/client-id.ts";
 import { isLoopbackListen } from "./server/browser-guards.ts";
@@ -19,7 +19,7 @@ import { MemoryBudget } from "./server/memory.ts";
 import { readNodeBody } from "./node/node-body.ts";
 import { holdArrivingFrames } from "./node/ws-arriving.ts";
 import { nodeAnswers } from "./node/node-answers.ts";
-import { createPythonSandbox } from "./sandbox/python.ts";
+import { createLocalSandboxes } from "./sandbox/local.ts";
 import { watchHostReplacements } from "./sandbox/host-pool.ts";
 import { describeConfinement } from "./sandbox/confine.ts";
 import { JudgeClient } from "./server/judge-client.ts";
@@ -60,31 +60,23 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // to be built, so hand node-ws a late-bound reference to it.
   let app: Hono<any> | undefined;
   const ws = createNodeWebSocket({ app: { request: (...args: Parameters<Hono["request"]>) => app!.request(...args) } as Hono });
-  // The code sandboxes for tools and rewards: JavaScript (the QuickJS zygote unless
-  // ENVWORKER_SANDBOX says isolated-vm) and Python (a zygote per slot, src/sandbox/python.ts). Both are lazy: nothing starts until an
-  // environment first runs code. One of each, shared: every call sees them scoped to its episode
-  // (or, for stateless routes, its client), so their fair queues keep one client's backlog of slow
-  // code from delaying another's tool call, and a call that times out or is given up on cancels
-  // its runs.
-  const owned = opts.sandbox === undefined;
-  const concurrency = config.sandboxConcurrency ? { maxConcurrency: config.sandboxConcurrency } : {};
-  // Unless the operator chose otherwise (ENVWORKER_SANDBOX_AFFINITY), every run starts in a state no
-  // earlier guest touched: a fresh fork of a zygote (QuickJS, Python; zygotes dedicated to a
-  // client), a single-use host (isolated-vm). src/sandbox/README.md "The residual".
+  // The code sandboxes for tools and rewards (src/sandbox/local.ts): one of each engine, shared;
+  // every call sees them scoped to its episode (or, for stateless routes, its client), so their fair
+  // queues keep one client's backlog of slow code from delaying another's tool call, and a call that
+  // times out or is given up on cancels its runs.
   const kind = config.sandbox ?? sandboxKindFromEnv();
-  const affinity = serverAffinity(kind, config.sandboxAffinity);
   if (opts.sandbox === undefined && breaksPerRunRule(kind, config.sandboxAffinity)) {
+    const affinity = serverAffinity(kind, config.sandboxAffinity);
     logger().warn(
       `ENVWORKER_SANDBOX_AFFINITY=${affinity} with isolated-vm: a sandbox process serves more than one run, so a guest that breaks V8 can tamper with later runs of ${affinity === "off" ? "any client" : `its own ${affinity}`} (forge their rewards, read their hidden tests); unset it for a process per run`,
     );
   }
-  const sandbox = opts.sandbox ?? (opts.makeSandbox ?? ((o: CreateSandboxOptions) => createSandbox(kind, o)))({ ...concurrency, affinity });
-  const python = createPythonSandbox({ ...concurrency, affinity: serverAffinity("python", config.sandboxAffinity) });
+  const local = createLocalSandboxes({ kind, affinity: config.sandboxAffinity, maxConcurrency: config.sandboxConcurrency || undefined, sandbox: opts.sandbox, makeSandbox: opts.makeSandbox });
   // The operator's judge, for judged rewards: one client (cache, limits) for every thread.
   const judge = config.judge ? new JudgeClient(config.judge) : undefined;
   // Environment code runs in worker threads under a deadline; the sandboxes stay here.
   const engine = new EnvThreadPool(envs, {
-    services: (scope) => ({ sandbox: scopedSandbox(sandbox, scope), python: scopedSandbox(python, scope), judge: judge?.forScope({ key: scope.client ?? scope.key, signal: scope.signal }) }),
+    services: (scope) => ({ ...local.forScope(scope), judge: judge?.forScope({ key: scope.client ?? scope.key, signal: scope.signal }) }),
     timeoutMs: config.envTimeoutMs,
     minThreads: config.envThreads,
   });
@@ -114,7 +106,7 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
   // whole (ws's default would take 100 MiB); between 1x and 2x the session answers with an error.
   (ws.wss.options as { maxPayload?: number }).maxPayload = 2 * (config.maxWsMessageBytes ?? 1 << 20);
   holdArrivingFrames(ws.wss, budget);
-  const sandboxes = [...(owned ? [sandbox] : []), python];
+  const sandboxes = local.owned;
   return { app, store, engine, budget, sandboxes, injectWebSocket: ws.injectWebSocket, wss: ws.wss };
 }
 

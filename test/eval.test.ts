@@ -422,7 +422,7 @@ describe("envworker eval --url", () => {
     expect(r.stderr).toContain(`${total} examples x 1 rollouts`);
   }, 120_000);
 
-  it("gives the same numbers against a running envworker; answers are not known remotely", async () => {
+  it("gives the same numbers against a running envworker, and saves the answers and info", async () => {
     fake.setModel(scripted());
     const r = await run(["reverse-text", "-m", "fake/model-1", "-n", "3", "-r", "3", "-c", "1", "--url", server.url, "-s", "-o", join(out, "d")]);
     expect(r.code).toBe(0);
@@ -431,7 +431,11 @@ describe("envworker eval --url", () => {
     const { rows, meta } = await savedRun(r.stdout);
     expect(rows.map((row) => row.reward)).toEqual([1, 1, 1, 1, 0, 1, 0, 0, 0]);
     for (const row of rows) {
-      expect(row).toMatchObject({ answer: null, info: null, env_info: { split: "train", example_id: `train-${row.example_id}` } });
+      expect(row).toMatchObject({ env_info: { split: "train", example_id: `train-${row.example_id}` } });
+      // Remote runs keep what the viewer shows beside the completion (issue 40).
+      expect(row.answer).toEqual(expect.any(String));
+      expect((row.answer as string).length).toBeGreaterThan(0);
+      expect(row.info).toEqual(expect.any(Object));
     }
     expect(meta).toMatchObject({ envworker_url: server.url, env_version: "0.1.0", split: "train", avg_reward: 5 / 9 });
     expect(server.store.size).toBe(0);

@@ -1,6 +1,7 @@
 /** `envworker validate` reports each failing check, not just success. */
 import { describe, expect, it } from "vitest";
 import { validateBase } from "../src/cli/validate.ts";
+import { exampleOf } from "../src/cli/schema-example.ts";
 
 describe("validate", () => {
   it("names what a non-conforming server gets wrong", async () => {
@@ -78,5 +79,50 @@ describe("validate plays an episode", { timeout: 240_000 }, () => {
     expect(episode.detail).toBe("reward is null, not a finite number; metric a is null; reward function b failed: Error: no");
     // This fake has no /state: reported against the /score check, not lost.
     expect(checks.at(-1)).toMatchObject({ ok: false, detail: "GET /state: HTTP 404 {}" });
+  });
+});
+
+describe("validate calls each tool", { timeout: 240_000 }, () => {
+  it("with arguments from its schema, and fails an environment whose tool errors", async () => {
+    const { buildNodeApp } = await import("../src/node.ts");
+    const { importEnvironments } = await import("../src/env/source.ts");
+    const { environments } = await import("../envs/index.ts");
+    const tools = await importEnvironments(new URL("./fixtures/tool-envs.ts", import.meta.url).href);
+    const { app, sandboxes } = buildNodeApp([...tools, ...environments.filter((e) => e.name === "math-tools-python")]);
+    const fetcher = async (url: string, init?: RequestInit) => app.request(url, init);
+    try {
+      const works = await validateBase("http://x/envs/tool-works", fetcher);
+      expect(works.filter((c) => !c.ok)).toEqual([]);
+      expect(works.map((c) => c.name)).toContain('tool square answers a call with arguments from its schema ({"n":2})');
+
+      const fails = (await validateBase("http://x/envs/tool-fails", fetcher)).filter((c) => !c.ok);
+      expect(fails).toEqual([{ name: 'tool lookup answers a call with arguments from its schema ({"word":"1"})', ok: false, detail: "the tool failed: Error: the dictionary service is down" }]);
+
+      // The shipped python tool runs in the Python sandbox of the in-process server.
+      const python = await validateBase("http://x/envs/math-tools-python", fetcher);
+      expect(python.filter((c) => !c.ok)).toEqual([]);
+      expect(python.map((c) => c.name)).toContain('tool python answers a call with arguments from its schema ({"code":"1"})');
+    } finally {
+      await Promise.all(sandboxes.map((s) => s.dispose()));
+    }
+  });
+
+  it("builds arguments from defaults, enums, bounds, nullable and nested objects", () => {
+    expect(
+      exampleOf({
+        type: "object",
+        properties: {
+          a: { type: "string", minLength: 3 },
+          b: { type: "integer", minimum: 5 },
+          c: { enum: ["x", "y"] },
+          d: { anyOf: [{ type: "null" }, { type: "boolean" }] },
+          e: { type: "object", properties: { f: { type: "number", exclusiveMaximum: 0 } }, required: ["f"] },
+          g: { type: "array", items: { type: "string" }, minItems: 1 },
+          h: { type: "string", default: "dflt" },
+          optional: { type: "string" },
+        },
+        required: ["a", "b", "c", "d", "e", "g", "h"],
+      }),
+    ).toEqual({ a: "111", b: 5, c: "x", d: true, e: { f: -1 }, g: ["1"], h: "dflt" });
   });
 });

@@ -6,7 +6,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { createSandbox, resolveLimits, SANDBOX_KINDS, sandboxKindFromEnv, type SandboxKind } from "../sandbox/index.ts";
+import { resolveLimits, SANDBOX_KINDS, sandboxKindFromEnv, type SandboxKind } from "../sandbox/index.ts";
+import { createLocalSandboxes } from "../sandbox/local.ts";
 import { stripTypes } from "../sandbox/typescript.ts";
 import type { RunResult } from "../sandbox/types.ts";
 
@@ -113,8 +114,10 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
     }
   }
 
-  const sandbox = lang === "python" ? await pythonSandbox() : createSandbox(backend, { maxConcurrency: 1 });
-  // Disposing stops the sandbox's threads/processes, so nothing keeps this process alive afterwards.
+  // The sandboxes a server on this machine has (src/sandbox/local.ts), one run at a time; only the
+  // one the run uses starts. Disposing stops their processes, so nothing keeps this one alive.
+  const local = createLocalSandboxes({ kind: backend, maxConcurrency: 1 });
+  const sandbox = lang === "python" ? local.python : local.sandbox;
 
   try {
     const result = await sandbox.run(code, { ...(lang === "python" ? {} : { ts }), ...(stdin !== undefined ? { stdin } : {}), ...(timeoutMs ? { timeoutMs } : {}), ...(memoryMb ? { memoryMb } : {}) });
@@ -124,7 +127,7 @@ export async function runCodeCommand(argv: string[]): Promise<number> {
     }
     return result.ok ? 0 : 1;
   } finally {
-    await sandbox.dispose();
+    await Promise.all(local.owned.map((s) => s.dispose()));
   }
 }
 
@@ -136,12 +139,6 @@ function looksLikeTypeScript(code: string, result: RunResult): boolean {
   if (result.ok || result.error?.name !== "SyntaxError") return false;
   const stripped = stripTypes(code);
   return stripped.ok && stripped.code.trim() !== code.trim();
-}
-
-/** One zygote, started only when asked for (~0.5-1.5 s). */
-async function pythonSandbox() {
-  const { createPythonSandbox } = await import("../sandbox/python.ts");
-  return createPythonSandbox({ maxConcurrency: 1 });
 }
 
 function isParseArgsError(err: unknown): boolean {

@@ -1,6 +1,7 @@
 /**
  * `envworker validate`: the checks OpenEnv's `openenv validate --url B` makes (its
- * cli/_validation.py), then an episode played with a scripted action: reset determinism, a
+ * cli/_validation.py), each tool called once (POST /mcp tools/call, arguments from its schema), then
+ * an episode played with a scripted action: reset determinism, a
  * finite reward, reward functions that do not throw, and POST /score of the played completion
  * giving the episode's reward. Against a running server (--url: its origin or one environment's
  * URL) or environments loaded from specs and served in process; the same HTTP checks either way.
@@ -8,6 +9,7 @@
 import { parseArgs } from "node:util";
 import { SPECS_HELP, UsageError, environmentsFor } from "./main.ts";
 import { createLogger, logger, setLogger } from "../server/log.ts";
+import { exampleOf } from "./schema-example.ts";
 
 export interface Check {
   name: string;
@@ -107,6 +109,22 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
   });
   if (!resets) return checks;
 
+  // Each tool, called once: an environment whose tool cannot run (no sandbox, a broken host) is no
+  // use to a model, and an episode played with a text turn never calls it.
+  const listed = await post("/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list" });
+  const tools: { name: string; inputSchema?: unknown }[] = Array.isArray(listed.body?.result?.tools) ? listed.body.result.tools : [];
+  for (const tool of tools) {
+    const args = exampleOf(tool.inputSchema ?? { type: "object" });
+    const shown = JSON.stringify(args).slice(0, 80);
+    await check(`tool ${tool.name} answers a call with arguments from its schema (${shown})`, async () => {
+      const r = await post("/mcp", { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: tool.name, arguments: args } });
+      if (r.body?.error) return `tools/call: ${r.body.error.message}`;
+      if (r.status !== 200 || !Array.isArray(r.body?.result?.content)) return `tools/call: ${describe(r)}`;
+      const text = r.body.result.content.map((c: { text?: unknown }) => (typeof c.text === "string" ? c.text : "")).join(" ");
+      return r.body.result.isError !== true || `the tool failed: ${text.slice(0, 300)}`;
+    });
+  }
+
   // The episode: what a trainer would run into.
   await check("POST /reset with the same seed gives the same prompt", async () => {
     const r = await post("/reset", { seed: 0 });
@@ -144,6 +162,10 @@ export async function validateBase(base: string, fetcher: Fetch = fetch, opts: V
     for (const [name, message] of Object.entries(errors ?? {})) {
       if (unjudged(message)) unchecked.push({ name, message });
       else problems.push(`reward function ${name} failed: ${message}`);
+    }
+    // A sandbox or judge that failed while the episode was scored: its reward is no verdict.
+    for (const line of (last.observation?.info?.service_errors ?? []) as string[]) {
+      if (!unjudged(line.replace(/^judge: /, ""))) problems.push(`scored while ${line}`);
     }
     played = { id, reward: last.reward, turns: steps };
     return problems.length === 0 || problems.join("; ");
@@ -202,7 +224,8 @@ function unjudged(message: string): boolean {
 const USAGE = `usage: envworker validate [--url URL] [--action TEXT] [ENV ...]
 
 Checks each environment: the checks of \`openenv validate --url\` (openapi, health, metadata,
-schema, mcp, reset), then an episode played to the end with a scripted turn: the same seed gives
+schema, mcp, reset), each tool called once with arguments built from its schema (it must not
+fail), then an episode played to the end with a scripted turn: the same seed gives
 the same prompt, the reward and metrics are finite numbers, no reward function throws, respond
 does not fail, and POST /score of the played completion gives the episode's reward.
 Prints PASS or FAIL per environment with every check; exit 0 when all pass, 1 on any failure or

@@ -14,6 +14,7 @@ import { judgeBudgetError, scoreRubric, type RubricScore } from "./rubric.ts";
 import { JudgeError } from "./judge.ts";
 import { withSandbox, type Services } from "./services.ts";
 import { runToolCalls } from "./tool-dispatch.ts";
+import { SERVICE_ERRORS, watchServices } from "./service-failures.ts";
 
 export interface EpisodeState {
   episode_id: string;
@@ -266,6 +267,9 @@ export async function stepEpisode(
     throw new ApiError("EPISODE_DONE", `episode ${previous.episode_id} is finished; reset to start a new one`);
   }
   const s = structuredClone(previous);
+  // Failures of the sandboxes and judge while this step runs: reported with it (service-failures.ts).
+  const watched = watchServices(services);
+  services = watched.services;
   const turnMessage: AssistantMessage = { role: "assistant", content: action.content ?? null };
   if (action.tool_calls && action.tool_calls.length > 0) turnMessage.tool_calls = action.tool_calls;
   if (action.reasoning_content !== undefined) turnMessage.reasoning_content = action.reasoning_content;
@@ -317,6 +321,7 @@ export async function stepEpisode(
     // Judged functions leave the judge's answers (score.info.judge): the trainer sees why.
     if (score.errors || score.info) observation.info = { ...score.info, ...(score.errors ? { reward_errors: score.errors } : {}) };
   }
+  if (watched.failures.length > 0) observation.info = { ...observation.info, [SERVICE_ERRORS]: [...watched.failures] };
   return { state: s, result: { observation, reward: s.reward, done: s.done, episode_id: s.episode_id }, failures };
 }
 

@@ -2,7 +2,8 @@
  * `envworker eval ENV`: roll an environment out against any OpenAI-compatible model, in process
  * or against a running envworker (--url), and report what vf-eval reports. Flags follow vf-eval.
  */
-import { createSandbox, sandboxKindFromEnv, serverAffinity, type Sandbox } from "../sandbox/index.ts";
+import { sandboxKindFromEnv, type Sandbox } from "../sandbox/index.ts";
+import { createLocalSandboxes } from "../sandbox/local.ts";
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
@@ -290,7 +291,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
 
   // The episode side.
   let driver: EpisodeDriver;
-  let sandbox: Sandbox | undefined;
+  let sandboxes: Sandbox[] = [];
   let envVersion: string | null = null;
   let effectiveSplit: string | undefined = split;
   if (values.url !== undefined) {
@@ -343,16 +344,16 @@ async function run(argv: string[], io: Resolved): Promise<number> {
       io.stderr.write(`note: the ${useSplit} split of ${envName} has ${rows.length} examples; evaluating all ${rows.length}\n`);
       n = rows.length;
     }
-    // Lazy: nothing starts unless the environment runs code. Every run in a state no earlier run
-    // touched, as a server gives it (serverAffinity: isolated-vm, when chosen, a host per run).
-    const kind = sandboxKindFromEnv(io.env);
-    sandbox = createSandbox(kind, { affinity: serverAffinity(kind, undefined) });
+    // Every sandbox a server on this machine has (JavaScript and Python), lazy, each run in a state
+    // no earlier run touched, as a server gives it.
+    const local = createLocalSandboxes({ kind: sandboxKindFromEnv(io.env) });
+    sandboxes = local.owned;
     // Judged rewards ask the judge the ENVWORKER_JUDGE_* settings name, as a server would.
     const judgeSettings = judgeSettingsFromEnv(io.env);
     const judge = judgeSettings ? new JudgeClient(judgeSettings) : undefined;
-    const own = sandbox;
-    driver = new InProcessDriver(environment, { services: (scope) => ({ sandbox: own, judge: judge?.forScope(scope) }) });
+    driver = new InProcessDriver(environment, { services: (scope) => ({ ...local.forScope(scope), judge: judge?.forScope(scope) }) });
   }
+  const disposeSandboxes = () => Promise.all(sandboxes.map((s) => s.dispose()));
 
   // The model side: the SDK's retries are off, ours (testable, abortable) are in runRollout.
   const key = io.env[keyVar];
@@ -363,7 +364,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
   const why = await unreachable(baseUrl);
   if (why !== undefined) {
     io.stderr.write(`envworker eval: cannot reach the model server ${baseUrl}: ${why} (-b sets it)\n`);
-    await sandbox?.dispose();
+    await disposeSandboxes();
     return 1;
   }
 
@@ -408,7 +409,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
         },
       });
     } finally {
-      await sandbox?.dispose();
+      await disposeSandboxes();
     }
     const seconds = (performance.now() - t0) / 1000;
     progress.finish();
@@ -449,6 +450,8 @@ async function run(argv: string[], io: Resolved): Promise<number> {
         errors: summary.errors.count,
         // By reward function: how many rollouts it failed in (each also counted in `errors`).
         ...(Object.keys(summary.errors.rewards).length > 0 ? { reward_errors: summary.errors.rewards } : {}),
+        // Rollouts scored while a sandbox or the judge failed (each also counted in `errors`).
+        ...(summary.errors.services > 0 ? { service_errors: summary.errors.services } : {}),
         usage: summary.usage,
         ...(summary.judge ? { judge_usage: summary.judge } : {}),
         envworker_version: envworkerVersion(),

@@ -13,6 +13,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RolloutResult, Usage } from "./rollout.ts";
 import { JUDGE_METRICS } from "../env/rubric.ts";
+import { SERVICE_ERRORS } from "../env/service-failures.ts";
 
 export interface Stat {
   avg: number;
@@ -30,7 +31,14 @@ export interface Summary {
   passAtK: Record<string, number>;
   passThreshold: number;
   /** Rollouts that failed or had a reward function fail; `rewards`: by reward function, how many failed. */
-  errors: { count: number; first: string[]; failedRollouts: number; rewards: Record<string, number> };
+  errors: {
+    count: number;
+    first: string[];
+    failedRollouts: number;
+    rewards: Record<string, number>;
+    /** Rollouts scored while a sandbox or the judge failed (none of whose reward functions failed). */
+    services: number;
+  };
   usage: Usage;
   /** What judged rewards cost, over every rollout (absent when no judge was asked). */
   judge?: JudgeUsage;
@@ -93,19 +101,24 @@ export function rewardErrorsOf(row: Pick<RolloutResult, "env_info">): Record<str
   return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
 }
 
-/** A rollout that failed, or one of whose reward functions failed: an error in every count. */
+/** What the sandboxes and judge failed at during the rollout, from its steps' `info.service_errors`. */
+export function serviceErrorsOf(row: Pick<RolloutResult, "env_info">): string[] | undefined {
+  const errs = row.env_info?.[SERVICE_ERRORS];
+  if (!Array.isArray(errs) || errs.length === 0) return undefined;
+  return errs.map((e) => (typeof e === "string" ? e : JSON.stringify(e)));
+}
+
+/** A rollout that failed, one of whose reward functions failed, or one scored while a sandbox or the judge failed: an error in every count. */
 export function isError(row: Pick<RolloutResult, "error" | "env_info">): boolean {
-  return row.error !== null || rewardErrorsOf(row) !== undefined;
+  return row.error !== null || rewardErrorsOf(row) !== undefined || serviceErrorsOf(row) !== undefined;
 }
 
 /** Why a rollout counts as an error, in one line. */
 export function errorLine(row: Pick<RolloutResult, "error" | "env_info">): string | undefined {
   if (row.error !== null) return row.error;
-  const errs = rewardErrorsOf(row);
-  if (!errs) return undefined;
-  return Object.entries(errs)
-    .map(([name, message]) => `reward function ${JSON.stringify(name)} failed (scored 0): ${message}`)
-    .join("; ");
+  const lines = Object.entries(rewardErrorsOf(row) ?? {}).map(([name, message]) => `reward function ${JSON.stringify(name)} failed (scored 0): ${message}`);
+  for (const line of serviceErrorsOf(row) ?? []) lines.push(`scored while ${line}`);
+  return lines.length === 0 ? undefined : lines.join("; ");
 }
 
 /**
@@ -169,6 +182,7 @@ export function summarize(rows: readonly (RolloutResult | undefined)[], n: numbe
       first: failed.slice(0, 5).map((row) => `example ${row.example_id}, rollout ${row.rollout}: ${errorLine(row)}`),
       failedRollouts: results.filter((row) => row.error !== null).length,
       rewards: rewardFailures,
+      services: results.filter((row) => row.error === null && rewardErrorsOf(row) === undefined && serviceErrorsOf(row) !== undefined).length,
     },
     usage,
     ...(judgeUsage(results) ? { judge: judgeUsage(results)! } : {}),
@@ -283,14 +297,15 @@ export function formatSummary(s: Summary, info: RunInfo, results: readonly Rollo
   return `${lines.join("\n")}\n`;
 }
 
-/** What the errors were: failed rollouts (reward 0), failed reward functions (that function 0). */
+/** What the errors were: failed rollouts (reward 0), failed reward functions (that function 0), failed services. */
 function errorsNote(e: Summary["errors"]): string {
   if (e.count === 0) return "";
   const fns = Object.entries(e.rewards);
-  if (fns.length === 0) return " (counted as reward 0)";
+  if (fns.length === 0 && e.services === 0) return " (counted as reward 0)";
   const parts: string[] = [];
   if (e.failedRollouts > 0) parts.push(`${e.failedRollouts} failed, counted as reward 0`);
-  parts.push(`${e.count - e.failedRollouts} with a failed reward function, scored 0: ${fns.map(([name, k]) => `${name} ${k}x`).join(", ")}`);
+  if (fns.length > 0) parts.push(`${e.count - e.failedRollouts - e.services} with a failed reward function, scored 0: ${fns.map(([name, k]) => `${name} ${k}x`).join(", ")}`);
+  if (e.services > 0) parts.push(`${e.services} scored while a sandbox or the judge failed`);
   return ` (${parts.join("; ")})`;
 }
 

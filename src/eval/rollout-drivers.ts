@@ -3,6 +3,7 @@
  * implementations: in-process (the same StoreEpisodeHost the HTTP routes use, on a private
  * memory store) and remote (the HTTP routes of an envworker server, with fetch).
  */
+import { z } from "zod";
 import type { Environment } from "../env/environment.ts";
 import type { Services } from "../env/services.ts";
 import type { StepResult } from "../env/episode.ts";
@@ -22,11 +23,14 @@ export interface ResetParams {
   args?: Record<string, unknown> | undefined;
 }
 
-/** Hidden example data, known only when the episode runs in this process. */
+/** The example's answer and info: in process from the store, remotely once the episode is done (GET /state). */
 export interface ExampleDetails {
   answer: string;
   info: JsonObject;
 }
+
+/** What GET /state holds of them (only for a finished episode; absent before). */
+const ExampleDetailsSchema = z.object({ answer: z.string(), info: z.record(z.string(), z.unknown()) });
 
 export interface EpisodeDriver {
   /** The environment's name. */
@@ -37,14 +41,17 @@ export interface EpisodeDriver {
   step(episodeId: string, action: Action, signal?: AbortSignal): Promise<StepResult>;
   /** Forget the episode. Never throws: a failed close only leaks until the server's idle timeout. */
   close(episodeId: string): Promise<void>;
-  /** The example's answer and info, when this driver can see them (in-process); else null. */
-  example(episodeId: string): Promise<ExampleDetails | null>;
+  /**
+   * The example's answer and info, when this driver can see them (in process; remotely a finished
+   * episode's: `finished` says whether it is); else null.
+   */
+  example(episodeId: string, finished: boolean): Promise<ExampleDetails | null>;
 }
 
 /** A failed reset/step, from either driver: the wire's error code and message. */
 export class EnvCallError extends Error {
   constructor(
-    readonly operation: "reset" | "step" | "close" | "metadata" | "examples",
+    readonly operation: "reset" | "step" | "close" | "state" | "metadata" | "examples",
     readonly code: string,
     message: string,
     readonly status?: number | undefined,
@@ -173,8 +180,12 @@ export class RemoteDriver implements EpisodeDriver {
     }
   }
 
-  async example(): Promise<ExampleDetails | null> {
-    return null;
+  /** GET /state of the finished episode: once it is done the server tells its owner the answer and info. */
+  async example(episodeId: string, finished: boolean): Promise<ExampleDetails | null> {
+    if (!finished) return null;
+    const state = await this.call("state", "GET", `/state?episode_id=${encodeURIComponent(episodeId)}`, undefined, AbortSignal.timeout(30_000));
+    const known = ExampleDetailsSchema.safeParse(state);
+    return known.success ? { answer: known.data.answer, info: known.data.info as JsonObject } : null;
   }
 
   /** POST /examples with count 0: how many examples the split has for these args (`total`). */

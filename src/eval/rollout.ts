@@ -13,6 +13,8 @@ import type { StepResult } from "../env/episode.ts";
 import type { Action, AssistantMessage, JsonObject, Message, ToolCall } from "../env/messages.ts";
 import type { EpisodeDriver, ResetParams } from "./rollout-drivers.ts";
 import { EnvCallError } from "./rollout-drivers.ts";
+import { SERVICE_ERRORS } from "../env/service-failures.ts";
+import { serviceErrorsOf } from "./report.ts";
 import { classifyModelError, DEFAULT_RETRY, errorMessage, explainConnectionError, RetriesExhaustedError, withRetry, type RetryPolicy } from "./rollout-retry.ts";
 
 export * from "./rollout-drivers.ts";
@@ -46,10 +48,10 @@ export interface RolloutResult {
   prompt: Message[];
   /** Everything after the prompt: the model's turns and the environment's replies. */
   completion: Message[];
-  /** The example's answer and info: known in-process only (null against a remote server). */
+  /** The example's answer and info (remotely: when the episode finished; null when it did not). */
   answer: string | null;
   info: JsonObject | null;
-  /** What the environment reported in its observations (seed, split, index, example_id, reward_errors). */
+  /** What the environment reported in its observations (seed, split, index, example_id, reward_errors, service_errors). */
   env_info: JsonObject;
   /** Null when the episode did not finish (see `error`). */
   reward: number | null;
@@ -122,7 +124,13 @@ export async function runRollout(opts: RolloutOptions): Promise<RolloutResult> {
     }
   };
   const note = (r: StepResult) => {
-    if (r.observation.info) Object.assign(result.env_info, r.observation.info);
+    if (r.observation.info) {
+      // Each step lists its own service failures: the rollout keeps every step's.
+      const earlier = serviceErrorsOf(result);
+      Object.assign(result.env_info, r.observation.info);
+      const now = serviceErrorsOf(result);
+      if (earlier && now !== earlier) result.env_info[SERVICE_ERRORS] = [...earlier, ...(now ?? [])];
+    }
     const tools = (r.observation as { tools?: unknown[] }).tools;
     if (Array.isArray(tools) && tools.length > 0) currentTools = tools;
   };
@@ -176,7 +184,7 @@ export async function runRollout(opts: RolloutOptions): Promise<RolloutResult> {
     const id = result.episode_id;
     const t = performance.now();
     try {
-      const ex = await driver.example(id);
+      const ex = await driver.example(id, result.done);
       if (ex) {
         result.answer = ex.answer;
         result.info = ex.info;

@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import { serviceErrorsOf } from "../../eval/report.ts";
+import type { JsonObject } from "../../env/messages.ts";
 
 /** metadata.json, leniently: a run still being written has only its settings. */
 const MetaSchema = z
@@ -92,8 +94,14 @@ export function rewardErrorsIn(envInfo: Record<string, unknown> | null | undefin
   return Object.fromEntries(Object.entries(errs).map(([name, message]) => [name, typeof message === "string" ? message : JSON.stringify(message)]));
 }
 
-/** A rollout that failed, or one of whose reward functions failed: an error in the counts and the filter. */
-export const isErrorRow = (row: { error: string | null; rewardErrors: Record<string, string> | null }) => row.error !== null || row.rewardErrors !== null;
+/** What the sandboxes and judge failed at while the rollout was scored (eval's env_info.service_errors), or null. */
+export function serviceErrorsIn(envInfo: Record<string, unknown> | null | undefined): string[] | null {
+  return serviceErrorsOf({ env_info: (envInfo ?? {}) as JsonObject }) ?? null;
+}
+
+/** A rollout that failed, one of whose reward functions failed, or one scored while a service failed: an error in the counts and the filter. */
+export const isErrorRow = (row: { error: string | null; rewardErrors: Record<string, string> | null; serviceErrors: string[] | null }) =>
+  row.error !== null || row.rewardErrors !== null || row.serviceErrors !== null;
 
 export interface RowSummary {
   example_id: number;
@@ -103,6 +111,8 @@ export interface RowSummary {
   error: string | null;
   /** Reward functions that failed (name → message; they scored 0): the row counts as an error. */
   rewardErrors: Record<string, string> | null;
+  /** What a sandbox or the judge failed at while it was scored: the row counts as an error. */
+  serviceErrors: string[] | null;
   turns: number;
   done: boolean;
   truncated: boolean;
@@ -263,6 +273,7 @@ export class RunStore {
           metrics: row.metrics ?? null,
           error: row.error ?? null,
           rewardErrors: rewardErrorsIn(row.env_info),
+          serviceErrors: serviceErrorsIn(row.env_info),
           turns: row.turns,
           done: row.done,
           truncated: row.truncated,

@@ -91,19 +91,33 @@ export interface Histogram {
   edges: [number, number][];
 }
 
+/** The smallest of 1, 2, 2.5, 5 times a power of ten that is at least x (x > 0): a bin width or tick step that reads well. */
+export function niceStep(x: number): number {
+  if (!(x > 0) || !Number.isFinite(x)) return 1;
+  const power = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * power >= x * (1 - 1e-12)) return Number((m * power).toPrecision(12));
+  return 10 * power;
+}
+
+/** A multiple of a step as the decimal it is (0.3, not 0.30000000000000004; 0, not −0). */
+const decimal = (x: number) => Number(x.toFixed(10)) || 0;
+
 /**
- * Equal bins over [lo, hi] (default [0, 1], widened to the values' range when they leave it);
- * the last bin is closed.
+ * Equal bins of a width that reads well (0.1, 0.2, 0.25, 0.5, 1, …) over [lo, hi] (default [0, 1]),
+ * widened to the values' range when they leave it (a reward of 3.2, a negative one): about `bins`
+ * of them (default 10); the last bin is closed.
  */
 export function histogram(values: readonly number[], opts: { bins?: number; lo?: number; hi?: number } = {}): Histogram {
-  const bins = opts.bins ?? 10;
+  const target = opts.bins ?? 10;
   let lo = opts.lo ?? 0;
   let hi = opts.hi ?? 1;
   for (const v of values) {
     if (v < lo) lo = v;
     if (v > hi) hi = v;
   }
-  const width = (hi - lo) / bins;
+  const width = niceStep((hi - lo) / target);
+  lo = decimal(Math.floor(lo / width + 1e-9) * width);
+  const bins = Math.max(1, Math.ceil((hi - lo) / width - 1e-9));
   // Edges rounded so that 0.3 is an edge (not 0.30000000000000004), and values binned against
   // those same edges: a reward of exactly 0.7 is in 0.7–0.8, whatever 0.7 / 0.1 rounds to.
   const edge = (i: number) => Number((lo + i * width).toFixed(10));
@@ -119,6 +133,28 @@ export function histogram(values: readonly number[], opts: { bins?: number; lo?:
   const fmt = (x: number) => String(Number(x.toFixed(2))).replace("-", "\u2212");
   const labels = edges.map(([a, b]) => `${fmt(a)} – ${fmt(b)}`);
   return { labels, counts, edges };
+}
+
+/**
+ * The range of a chart's reward axis: [0, 1] for rewards in it, else widened to the rewards (above
+ * 1, negative) and out to a step that reads well, so every point is on the chart.
+ */
+export function rewardAxis(values: readonly number[]): [number, number] {
+  let lo = 0;
+  let hi = 1;
+  for (const v of values) {
+    if (!Number.isFinite(v)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  const step = niceStep((hi - lo) / 5);
+  return [decimal(Math.floor(lo / step + 1e-9) * step), decimal(Math.ceil(hi / step - 1e-9) * step)];
+}
+
+/** x at the precision the viewer shows (3 decimals), never −0: float noise (1.35 against 1.3500000000000003) is no difference. */
+export function atShownPrecision(x: number): number {
+  const r = Number(x.toFixed(3));
+  return r === 0 ? 0 : r;
 }
 
 export interface RowFilter {
@@ -144,6 +180,7 @@ export interface ComparedExample {
   prompt: string;
   a: number;
   b: number;
+  /** B − A at the precision shown (atShownPrecision): what the table, the counts and the bins agree on. */
   diff: number;
   /** Both runs asked the same thing (their prompts match). */
   samePrompt: boolean;
@@ -154,6 +191,6 @@ export function compareRuns(a: RunStats, b: RunStats): ComparedExample[] {
   const other = new Map(b.examples.map((e) => [e.example_id, e]));
   return a.examples.flatMap((e) => {
     const o = other.get(e.example_id);
-    return o ? [{ example_id: e.example_id, prompt: e.prompt, a: e.mean, b: o.mean, diff: o.mean - e.mean, samePrompt: e.prompt === o.prompt }] : [];
+    return o ? [{ example_id: e.example_id, prompt: e.prompt, a: e.mean, b: o.mean, diff: atShownPrecision(o.mean - e.mean), samePrompt: e.prompt === o.prompt }] : [];
   });
 }

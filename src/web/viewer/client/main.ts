@@ -27,13 +27,14 @@ function config(spec: ChartSpec): ChartConfiguration {
   };
   if (spec.type === "scatter") {
     const points = spec.points ?? [];
+    const [lo, hi] = spec.range ?? [0, 1];
     return {
       type: "scatter",
       data: {
         datasets: [
           { label: "examples", data: points.map((p) => ({ x: p.x, y: p.y })), backgroundColor: withAlpha(color, 0.55), borderColor: color, pointRadius: 4, pointHoverRadius: 6, clip: false },
           // y = x: above it B did better.
-          { type: "line", label: "same reward", data: [{ x: 0, y: 0 }, { x: 1, y: 1 }], borderColor: "#b9b8b0", borderDash: [5, 4], borderWidth: 1, pointRadius: 0 },
+          { type: "line", label: "same reward", data: [{ x: lo, y: lo }, { x: hi, y: hi }], borderColor: "#b9b8b0", borderDash: [5, 4], borderWidth: 1, pointRadius: 0 },
         ],
       },
       options: {
@@ -45,8 +46,8 @@ function config(spec: ChartSpec): ChartConfiguration {
           tooltip: { callbacks: { label: (ctx) => (ctx.datasetIndex === 0 ? `${points[ctx.dataIndex]?.label}: A ${(ctx.parsed.x ?? 0).toFixed(3)}, B ${(ctx.parsed.y ?? 0).toFixed(3)}` : "") } },
         },
         scales: {
-          x: { ...scales.x, min: 0, max: 1, title: { display: true, text: spec.xLabel ?? "A", color: TEXT } },
-          y: { ...scales.y, min: 0, max: 1, ticks: { color: TEXT }, title: { display: true, text: spec.yLabel ?? "B", color: TEXT } },
+          x: { ...scales.x, min: lo, max: hi, title: { display: true, text: spec.xLabel ?? "A", color: TEXT } },
+          y: { ...scales.y, min: lo, max: hi, beginAtZero: false, ticks: { color: TEXT }, title: { display: true, text: spec.yLabel ?? "B", color: TEXT } },
         },
       },
     };

@@ -17,6 +17,8 @@ export interface ChartSpec {
   /** Bin edges, so a click on a bar can filter by its range. */
   edges?: [number, number][];
   points?: { x: number; y: number; label: string }[];
+  /** A scatter's range, the same on both axes (default [0, 1]; stats.ts rewardAxis). */
+  range?: [number, number];
   xLabel?: string;
   yLabel?: string;
   color?: string;

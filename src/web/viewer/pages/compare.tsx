@@ -2,7 +2,7 @@
 /** @jsxImportSource hono/jsx */
 /** Two runs of one environment side by side: per-example mean rewards, their differences, a scatter. */
 import type { Run } from "../runs.ts";
-import { histogram, type ComparedExample, type RunStats } from "../stats.ts";
+import { atShownPrecision, histogram, rewardAxis, type ComparedExample, type RunStats } from "../stats.ts";
 import { Chart, f3, passText, rolloutHref, runHref, Stat, ViewerPage, when, type ChartSpec } from "./common.tsx";
 
 function RunCard(props: { label: string; run: Run; stats: RunStats }) {
@@ -30,18 +30,24 @@ function RunCard(props: { label: string; run: Run; stats: RunStats }) {
 
 export function ComparePage(props: { a: Run; b: Run; sa: RunStats; sb: RunStats; rows: ComparedExample[] }) {
   const { a, b, rows } = props;
-  const better = rows.filter((r) => r.diff > 1e-9).length;
-  const worse = rows.filter((r) => r.diff < -1e-9).length;
+  // Differences are at the precision shown (compareRuns): "same" is what reads as +0.000.
+  const better = rows.filter((r) => r.diff > 0).length;
+  const worse = rows.filter((r) => r.diff < 0).length;
   const differentPrompts = rows.filter((r) => !r.samePrompt).length;
-  const meanDiff = rows.length ? rows.reduce((s, r) => s + r.diff, 0) / rows.length : 0;
+  // From the means themselves: a mean of rounded differences would carry their rounding.
+  const meanDiff = atShownPrecision(rows.length ? rows.reduce((s, r) => s + (r.b - r.a), 0) / rows.length : 0);
   const sorted = [...rows].sort((x, y) => Math.abs(y.diff) - Math.abs(x.diff) || x.example_id - y.example_id);
   const scatter: ChartSpec = {
     type: "scatter",
     points: rows.map((r) => ({ x: r.a, y: r.b, label: `example ${r.example_id}` })),
+    // One range for both axes (y = x stays the diagonal), from the rewards: above 1, negative.
+    range: rewardAxis(rows.flatMap((r) => [r.a, r.b])),
     xLabel: `A: ${a.model}`,
     yLabel: `B: ${b.model}`,
   };
-  const diffs = histogram(rows.map((r) => r.diff), { lo: -1, hi: 1 });
+  // Symmetric around 0, as wide as the largest difference (at least ±1).
+  const spread = Math.max(1, ...rows.map((r) => Math.abs(r.diff)));
+  const diffs = histogram(rows.map((r) => r.diff), { lo: -spread, hi: spread });
   return (
     <ViewerPage title={`compare · ${a.env}`}>
       <div class="crumbs">
@@ -107,7 +113,7 @@ export function ComparePage(props: { a: Run; b: Run; sa: RunStats; sb: RunStats;
                 <td class="num">
                   <a href={rolloutHref(b, r.example_id, 0)}>{f3(r.b)}</a>
                 </td>
-                <td class="num" data-testid="diff" style={`color:${r.diff > 1e-9 ? "var(--good)" : r.diff < -1e-9 ? "var(--bad)" : "var(--muted)"};font-weight:600`}>
+                <td class="num" data-testid="diff" style={`color:${r.diff > 0 ? "var(--good)" : r.diff < 0 ? "var(--bad)" : "var(--muted)"};font-weight:600`}>
                   {r.diff > 0 ? "+" : ""}
                   {f3(r.diff)}
                 </td>

@@ -2,7 +2,7 @@
 /** @jsxImportSource hono/jsx */
 /** One rollout: its transcript beside its reward, metrics, timing, tokens and episode details. */
 import { Conversation, type ChatMessage } from "../../ui/chat.tsx";
-import { rewardErrorsIn, type Row, type Run } from "../runs.ts";
+import { rewardErrorsIn, serviceErrorsIn, type Row, type Run } from "../runs.ts";
 import { f3, rolloutHref, runHref, ViewerPage } from "./common.tsx";
 
 function Json(props: { value: unknown }) {
@@ -15,7 +15,9 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
   const timing = row.timing ?? {};
   const usage = row.usage ?? { prompt_tokens: null, completion_tokens: null, total_tokens: null };
   const rewardErrors = rewardErrorsIn(row.env_info);
-  const low = row.error !== null || rewardErrors !== null || (row.reward ?? 0) < 0.5;
+  const serviceErrors = serviceErrorsIn(row.env_info);
+  const errored = row.error !== null || rewardErrors !== null || serviceErrors !== null;
+  const low = errored || (row.reward ?? 0) < 0.5;
   return (
     <ViewerPage title={`example ${row.example_id} · rollout ${row.rollout} · ${run.env}`}>
       <div class="crumbs">
@@ -30,7 +32,7 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
         </span>
         {row.done ? <span class="pill">done</span> : <span class="pill warn">not done</span>}
         {row.truncated ? <span class="pill warn">truncated</span> : null}
-        {row.error !== null || rewardErrors !== null ? <span class="pill bad">error</span> : null}
+        {errored ? <span class="pill bad">error</span> : null}
         <span class="spacer"></span>
         <nav class="row small" aria-label="Rollouts">
           {props.prev ? <a href={rolloutHref(run, ...props.prev)}>← previous</a> : null}
@@ -50,6 +52,13 @@ export function RolloutPage(props: { run: Run; row: Row; prev: [number, number] 
                 <div>
                   reward function <code>{name}</code> failed (scored 0): {message}
                 </div>
+              ))}
+            </div>
+          ) : null}
+          {serviceErrors !== null ? (
+            <div class="error-box" role="alert" style="margin-bottom:.75rem" data-testid="service-errors">
+              {serviceErrors.map((line) => (
+                <div>scored while {line}</div>
               ))}
             </div>
           ) : null}

@@ -223,12 +223,16 @@ export function RunPage(props: { run: Run; stats: RunStats; view: RunView; live:
                     <div class="chips">
                       {e.shown.map((row) => {
                         // A failed reward function: the reward shown is the environment's, marked as an error.
-                        const failed = row.rewardErrors ? `reward function ${Object.keys(row.rewardErrors).join(", ")} failed` : undefined;
+                        const failed = row.rewardErrors
+                          ? `reward function ${Object.keys(row.rewardErrors).join(", ")} failed`
+                          : row.serviceErrors
+                            ? `scored while ${row.serviceErrors.join("; ")}`
+                            : undefined;
                         return (
                           <a
                             class={`chip ${rewardClass(row.reward, row.error ?? failed ?? null)}`}
                             href={rolloutHref(run, row.example_id, row.rollout)}
-                            title={`rollout ${row.rollout}: ${row.error ?? `reward ${row.reward ?? "–"}, ${row.turns} turns${failed ? `; ${failed}: ${Object.values(row.rewardErrors!).join("; ")}` : ""}`}`}
+                            title={`rollout ${row.rollout}: ${row.error ?? `reward ${row.reward ?? "–"}, ${row.turns} turns${failed ? `; ${failed}${row.rewardErrors ? `: ${Object.values(row.rewardErrors).join("; ")}` : ""}` : ""}`}`}
                             aria-label={`example ${row.example_id} rollout ${row.rollout}: ${row.error ? "error" : `reward ${f3(row.reward ?? 0)}${failed ? `, error: ${failed}` : ""}`}`}
                           >
                             {row.error !== null ? "error" : `${(row.reward ?? 0).toFixed(2)}${failed ? " !" : ""}`}
