@@ -126,7 +126,10 @@ describe("python sandbox: no route to the host", () => {
 
   it("survives deep recursion, with the recursion limit raised too", async () => {
     await attack("def f(n): return f(n + 1) + 1\nf(0)", ["RecursionError"], { timeoutMs: 5000 });
-    await attack("import sys\nsys.setrecursionlimit(10**6)\ndef f(n): return f(n + 1) + 1\nf(0)", ["RecursionError", "TimeoutError", "MemoryLimitError"], { timeoutMs: 2000 });
+    // With the limit raised, CPython for WASI may run out of its own C stack first: the guest then
+    // sees SystemError ("error return without exception set"), its run ends and the sandbox serves
+    // on (seen once in a full suite at load ~11; RecursionError elsewhere).
+    await attack("import sys\nsys.setrecursionlimit(10**6)\ndef f(n): return f(n + 1) + 1\nf(0)", ["RecursionError", "TimeoutError", "MemoryLimitError", "SystemError"], { timeoutMs: 2000 });
     await harmless("x = []\nfor _ in range(10**5): x = [x]\nlen(repr(x))", { timeoutMs: 5000 });
     await attack("eval('(' * 100000 + ')' * 100000)", ["RecursionError", "SyntaxError", "MemoryError", "MemoryLimitError"]);
   }, 60_000);
