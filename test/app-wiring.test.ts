@@ -56,6 +56,7 @@ describe("answers", () => {
   it("gives each error its status, code and message", async () => {
     const cases: [string, Promise<{ status: number; body: any; headers: Headers }>, number, string, string | RegExp][] = [
       ["unknown env", get(`${server.url}/envs/nope/health`), 404, "UNKNOWN_ENV", 'unknown environment "nope"; GET /envs lists them'],
+      ["mistyped env", post(`${server.url}/envs/revers-text/reset`, {}), 404, "UNKNOWN_ENV", 'unknown environment "revers-text" (did you mean "reverse-text"?); GET /envs lists them'],
       ["unknown route", get(`${rt()}/dance`), 404, "NOT_FOUND", "no route GET /envs/reverse-text/dance"],
       ["unknown root route", get(`${server.url}/nope`), 404, "NOT_FOUND", "no route GET /nope"],
       ["wrong method", request("DELETE", `${rt()}/reset`), 405, "METHOD_NOT_ALLOWED", "/envs/reverse-text/reset accepts POST, not DELETE"],
