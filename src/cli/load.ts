@@ -18,6 +18,7 @@
  * Every module is loaded through importEnvironments, which tags each environment with its module
  * URL (src/env/source.ts): code that runs environments elsewhere (threads) re-imports them by it.
  */
+import { didYouMean } from "../server/did-you-mean.ts";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve as resolvePath } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -236,27 +237,7 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
   );
 }
 
-/** Levenshtein distance (insertions, deletions, substitutions), for names of a few dozen characters. */
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = row;
-  }
-  return prev[b.length]!;
-}
-
-/** ` (did you mean "reverse-text"?)` for a name a few typos from known ones (the closest first), else "". */
-export function didYouMean(name: string, known: readonly string[]): string {
-  const close = [...new Set(known)]
-    .map((k) => ({ k, d: editDistance(name.toLowerCase(), k.toLowerCase()) }))
-    .filter(({ k, d }) => d <= Math.max(2, Math.floor(Math.max(name.length, k.length) / 4)) || k.includes(name) || name.includes(k))
-    .sort((x, y) => x.d - y.d)
-    .slice(0, 3)
-    .map(({ k }) => JSON.stringify(k));
-  return close.length === 0 ? "" : ` (did you mean ${close.join(" or ")}?)`;
-}
+export { didYouMean };
 
 async function loadAll(specs: readonly string[], ctx: Context, files: string[]): Promise<Environment[]> {
   const out: Environment[] = [];

@@ -179,7 +179,7 @@ async function pickEnvironment(spec: string | undefined, given: readonly Environ
   const named = spec === undefined ? undefined : all.find((e) => e.name === spec);
   if (named) return named;
   if (spec !== undefined && given) {
-    const { didYouMean } = await import("../cli/load.ts");
+    const { didYouMean } = await import("../server/did-you-mean.ts");
     throw new EvalUsageError(`unknown environment ${JSON.stringify(spec)}${didYouMean(spec, all.map((e) => e.name))}; known: ${all.map((e) => e.name).join(", ")}`);
   }
   if (all.length === 1) return all[0]!;

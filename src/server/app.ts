@@ -29,7 +29,7 @@ import { answerFlow } from "./ws-answers.ts";
 import { mountWeb } from "../web/mount.ts";
 import { MemoryOrsSessions, mountOrs, type OrsSessionStore } from "./ors.ts";
 import { logger, redactPath } from "./log.ts";
-import { sequenceRatio } from "../pycompat/difflib.ts";
+import { didYouMean } from "./did-you-mean.ts";
 
 export interface AppOptions {
   envs: readonly Environment[];
@@ -213,8 +213,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
     if (!env) {
       const name = c.req.param("name") ?? "";
       const why = Object.hasOwn(opts.unavailable ?? {}, name) ? opts.unavailable![name] : undefined;
-      const close = why ? undefined : closestName(name, [...envs.keys()]);
-      throw new ApiError("UNKNOWN_ENV", why ? `${JSON.stringify(name)} is not served here: ${why}` : `unknown environment ${JSON.stringify(name)}${close ? ` (did you mean ${JSON.stringify(close)}?)` : ""}; GET /envs lists them`);
+      throw new ApiError("UNKNOWN_ENV", why ? `${JSON.stringify(name)} is not served here: ${why}` : `unknown environment ${JSON.stringify(name)}${didYouMean(name, [...envs.keys()])}; GET /envs lists them`);
     }
     c.set("env", env);
     c.set("client", clientOf(c));
@@ -511,14 +510,3 @@ function notJson(type: string | undefined): ApiError {
   return new ApiError("UNSUPPORTED_MEDIA_TYPE", `this route takes a JSON body: send Content-Type: application/json${type === undefined ? "" : `, not ${JSON.stringify(type)}`}`);
 }
 
-/** The served name most like a mistyped one (difflib's ratio of at least 0.6, as its get_close_matches), if any. */
-function closestName(name: string, names: string[]): string | undefined {
-  if (name.length > 100) return undefined;
-  let best: string | undefined;
-  let bestRatio = 0.6;
-  for (const candidate of names) {
-    const ratio = sequenceRatio(name, candidate);
-    if (ratio >= bestRatio) [best, bestRatio] = [candidate, ratio];
-  }
-  return best;
-}
