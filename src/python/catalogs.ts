@@ -4,6 +4,7 @@
  *
  *   reasoning-gym                              every reasoning-gym dataset (envworker.catalogs.reasoning_gym)
  *   reasoning-gym:leg_counting,basic_arithmetic  some of them (reasoning-gym's names or rg-* names)
+ *   rg-leg-counting                            one of them, by its environment's name
  *
  * The worker loads the whole catalog (its module decides what it serves); a list keeps the named ones.
  */
@@ -14,12 +15,15 @@ interface Catalog {
   module: string;
   /** The environment name of one of the catalog's own names. */
   envName(name: string): string;
+  /** What its environments' names start with: such a name alone is a spec of that one. */
+  prefix: string;
 }
 
 export const CATALOGS: Readonly<Record<string, Catalog>> = {
   "reasoning-gym": {
     module: "envworker.catalogs.reasoning_gym",
     envName: (name) => (name.startsWith("rg-") ? name : `rg-${name.replaceAll("_", "-").toLowerCase()}`),
+    prefix: "rg-",
   },
 };
 
@@ -35,7 +39,11 @@ export function catalogSpec(spec: string): CatalogSpec | undefined {
   const colon = spec.indexOf(":");
   const catalog = colon === -1 ? spec : spec.slice(0, colon);
   const found = Object.hasOwn(CATALOGS, catalog) ? CATALOGS[catalog] : undefined;
-  if (!found) return undefined;
+  if (!found) {
+    // `rg-leg-counting`: a catalog environment's own name.
+    const by = colon === -1 ? Object.entries(CATALOGS).find(([, c]) => spec.startsWith(c.prefix) && spec.length > c.prefix.length) : undefined;
+    return by && { catalog: by[0], module: by[1].module, names: [spec] };
+  }
   if (colon === -1) return { catalog, module: found.module, names: undefined };
   const names = spec
     .slice(colon + 1)
