@@ -97,7 +97,7 @@ export function RunsPage(props: { root: string; runs: { run: Run; stats: RunStat
             <button type="submit" class="primary">
               Compare two selected runs
             </button>
-            <span class="muted small">{props.runs.length} runs</span>
+            <span class="muted small">{props.runs.length} {props.runs.length === 1 ? "run" : "runs"}</span>
           </div>
         </form>
       )}
