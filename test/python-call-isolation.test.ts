@@ -98,6 +98,17 @@ for call in range(1, 200):
             pass
 `;
 
+/** A frame answering its own call with a value nested 200,000 deep (past what a thread can copy), and one asking for such a sandbox run. */
+const DEEP = (t: "done" | "sandbox") => `
+import os
+deep = b"[" * 200000 + b"]" * 200000
+body = deep if ${JSON.stringify(t)} == "done" else b'{"code":"1","lang":"python","options":' + deep + b"}"
+head = b'{"t":"${t}","sid":1,"n":%d}' % len(body)
+os.write(3, head + b" " * (255 - len(head)) + b"\\n" + body)
+import time
+time.sleep(5)
+`;
+
 /** What a later call finds of the attacker's work. */
 const LOOK = `
 import builtins, json, os, sys
@@ -157,6 +168,20 @@ describe("a Python environment call that runs the model's text reaches only itse
     expect(forged.status, JSON.stringify(forged.body).slice(0, 300)).not.toBe(200);
     expect(await held).toBe("mine");
     expect(await play(B, "wrong")).toBe(0);
+    expect(await play(B, (answer) => answer)).toBe(1);
+  }, 120_000);
+
+  it("breaks no other call with a value too deeply nested to pass between threads", async () => {
+    const victim = await reset(B);
+    const held = run(B, victim.id, "import time\ntime.sleep(1.5)\nOUT = 'mine'");
+    await new Promise((r) => setTimeout(r, 500));
+    for (const t of ["done", "sandbox"] as const) {
+      const attacker = await reset(A);
+      const r = await post("/step", { episode_id: attacker.id, action: { content: DEEP(t) } }, A);
+      expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(422);
+      expect(r.body.error.details?.reason).toBe("CRASHED");
+    }
+    expect(await held).toBe("mine");
     expect(await play(B, (answer) => answer)).toBe(1);
   }, 120_000);
 

@@ -146,11 +146,26 @@ function answer(call: Call, msg: FromIo): void {
   if (call.timer) clearTimeout(call.timer);
   if (call.forked) call.delay?.close();
   if (call.forgotten) return;
+  const port = call.sync ? syncPort : asyncPort;
+  if (!posted(port, msg)) posted(port, { t: "failed", id: call.id, failure: { reason: "CRASHED", message: "its answer cannot be passed on (nested too deeply to copy)" } });
   if (call.sync) {
-    syncPort.postMessage(msg);
     Atomics.store(flag, 0, 1);
     Atomics.notify(flag, 0);
-  } else asyncPort.postMessage(msg);
+  }
+}
+
+/**
+ * Posts `msg`; false when it cannot be copied to the other thread: a value nested past the
+ * structured clone's stack (a child that broke Python can send one), which thrown here would end
+ * this thread and every call it holds, other clients' with it.
+ */
+function posted(port: MessagePort, msg: FromIo): boolean {
+  try {
+    port.postMessage(msg);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function fail(call: Call, failure: CallFailure): void {
@@ -346,7 +361,9 @@ function receive(p: Proc, h: FrameHeader, body: Buffer, resolveReady: (s: PySpec
       const req = json(body) ?? {};
       // The clock stops while the server runs it (it has its own limits).
       if (call.waiting++ === 0) pause(call);
-      asyncPort.postMessage({ t: "sandbox", id: call.id, sid: h.sid, code: req.code, lang: req.lang, options: req.options } satisfies FromIo);
+      if (posted(asyncPort, { t: "sandbox", id: call.id, sid: h.sid, code: req.code, lang: req.lang, options: req.options })) return;
+      fail(call, { reason: "CRASHED", message: "it asked for a sandbox run that cannot be passed on (nested too deeply to copy)" });
+      if (call.forked) write(p, { t: "kill", id: call.id });
       return;
     }
   }
