@@ -68,8 +68,10 @@ function forget(call: number): void {
     judging.delete(sid);
   }
   requestsOf.delete(call);
-  abortsOf.get(call)?.abort(new Error("its caller gave up"));
-  abortsOf.delete(call);
+  // Kept (aborted) until the call ends: a Python call it makes after this is dropped at once.
+  const abort = abortsOf.get(call) ?? new AbortController();
+  abort.abort(new Error("its caller gave up"));
+  abortsOf.set(call, abort);
 }
 
 /** A call is over: what was kept for it goes. */
@@ -114,9 +116,16 @@ function servicesFor(call: number, client: string): Services {
     : undefined;
   // The call's waits on work the thread does for it outside (a Python worker's call), and whose it
   // is and when its caller left, for that work's own queue: call-waits.ts.
-  const abort = new AbortController();
-  abortsOf.set(call, abort);
-  return { ...(services as Services), judge, [CALL_WAITS]: callWaits(call), [CALL_SCOPE]: { client, signal: abort.signal } } as Services;
+  // The signal is made when first asked for (a Python call): most calls never need one.
+  const scope = {
+    client,
+    get signal(): AbortSignal {
+      let abort = abortsOf.get(call);
+      if (!abort) abortsOf.set(call, (abort = new AbortController()));
+      return abort.signal;
+    },
+  };
+  return { ...(services as Services), judge, [CALL_WAITS]: callWaits(call), [CALL_SCOPE]: scope } as Services;
 }
 
 async function run(op: CallOp, call: number, client: string): Promise<unknown> {
