@@ -20,7 +20,7 @@ export default defineConfig({
     // vitest's default on 2 cores is 1 (cores − 1): every file would wait for the one before,
     // though most spend much of their time waiting (on a child starting: a server, workerd,
     // Chromium, Python zygotes; on a runaway run's time limit). Three at once fill the gaps. What made
-    // more at once fail before is gone: sandbox limits are on the run clock (src/sandbox/run-delay.ts),
+    // more at once fail before is gone: sandbox limits are on the run clock (src/sched/run-delay.ts),
     // hosts are no longer below the tests' priority, and every bound on a probe's latency scales
     // with the load it measures (test/helpers/slowdown.ts).
     maxWorkers: 3,

@@ -12,9 +12,9 @@
  *
  *   npm run bench -- affinity-episode   (BENCH_EPISODES, BENCH_RUNS_PER_EPISODE)
  */
-import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import { SNIPPET } from "./sandbox.ts";
 import { fmt, percentile } from "./server.ts";
 

@@ -8,10 +8,10 @@
  *
  *   npm run bench -- affinity      (BENCH_AFFINITY_RUNS, BENCH_AFFINITY_CHURN_RUNS)
  */
-import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createPythonSandbox } from "../src/sandbox/python.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createPythonSandbox } from "../src/sandbox/engines/python/python.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import { measure, SNIPPET, type Row } from "./sandbox.ts";
 import { fmt } from "./server.ts";
 

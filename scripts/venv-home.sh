@@ -2,7 +2,7 @@
 # the Python they are made from ($venv_base).
 #
 # Run as root, the server's Python environment workers run as users of their own
-# (src/python/settings.ts), and the Python half of the tests hands them the trainer venv as
+# (src/node/python-envs/settings.ts), and the Python half of the tests hands them the trainer venv as
 # ENVWORKER_PYTHON (the reasoning-gym catalog is in it): every file of that interpreter must be
 # readable by others. /root is not (mode 700), nor is pyenv's Python under it, so as root the venvs
 # are kept under /var/cache/envworker and made from Debian's /usr/bin/python3. Otherwise, as before:

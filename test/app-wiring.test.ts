@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import WebSocket from "ws";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import type { WsSession } from "../src/server/ws-session.ts";
 import { request, get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

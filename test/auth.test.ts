@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import { tokensEqual } from "../src/server/auth.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

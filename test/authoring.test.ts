@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { defineEnvironment, z } from "../src/index.ts";
 import { playEpisode, scoreCompletion, startEpisode } from "../src/testing.ts";
-import { buildNodeApp } from "../src/node.ts";
+import { buildNodeApp } from "../src/node/server.ts";
 import { createLogger, logger, redactPath, setLogger } from "../src/server/log.ts";
 import { findNonJson } from "../src/env/json-check.ts";
 

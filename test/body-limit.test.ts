@@ -9,7 +9,7 @@ import { PassThrough } from "node:stream";
 import type { Context } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { buildNodeApp, startServer, type RunningServer } from "../src/node.ts";
+import { buildNodeApp, startServer, type RunningServer } from "../src/node/server.ts";
 import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";

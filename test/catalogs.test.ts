@@ -1,6 +1,6 @@
-/** Catalog specs (src/python/catalogs.ts): the forms `envworker serve` takes for reasoning-gym's datasets. */
+/** Catalog specs (src/node/python-envs/catalogs.ts): the forms `envworker serve` takes for reasoning-gym's datasets. */
 import { describe, expect, it } from "vitest";
-import { catalogSpec } from "../src/python/catalogs.ts";
+import { catalogSpec } from "../src/node/python-envs/catalogs.ts";
 
 describe("catalog specs", () => {
   it("take the catalog, a list of its names, or one environment's own rg-* name", () => {

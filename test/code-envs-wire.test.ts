@@ -3,7 +3,7 @@
  * and reward functions: a scripted client plays math-tools with calculator and javascript calls,
  * and js-code with a correct, a partly correct and malicious solutions; the server keeps serving.
  *
- * The server is `startServer` (src/node.ts) with the sandbox backend under test passed in.
+ * The server is `startServer` (src/node/server.ts) with the sandbox backend under test passed in.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import jsCode from "../envs/js-code/index.ts";
@@ -12,7 +12,7 @@ import { TASKS } from "../envs/js-code/tasks.ts";
 import mathTools from "../envs/math-tools/index.ts";
 import type { Environment } from "../src/env/environment.ts";
 import type { Services } from "../src/env/services.ts";
-import { startServer } from "../src/node.ts";
+import { startServer } from "../src/node/server.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { get, post } from "./helpers/http.ts";

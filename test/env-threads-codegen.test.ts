@@ -8,7 +8,7 @@
 import { runInThisContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { MARKER } from "./fixtures/codegen-env.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";

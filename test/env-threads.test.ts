@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
-import { FairQueue } from "../src/sandbox/fair-queue.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
+import { FairQueue } from "../src/sched/fair-queue.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
 import { get, post } from "./helpers/http.ts";
 import { reverseTextGold } from "./helpers/oracles.ts";

@@ -14,7 +14,7 @@ import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { createApp } from "../src/server/app.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
-import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/python.ts";
+import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/engines/python/python.ts";
 import type { RunOptions, Sandbox } from "../src/sandbox/types.ts";
 
 let python: PythonSandbox;

@@ -11,8 +11,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
 import { REFERENCE } from "../envs/py-code/reference.ts";
-import { evalCommand } from "../src/eval/command.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { evalCommand } from "../src/cli/eval.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { startFakeOpenAI, lastUser, type ChatRequest, type FakeModel, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.ts";
 import { SERVER_NODE_FLAGS } from "./helpers/serve-process.ts";
 

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { evalCommand, samplingArgs, type EvalIO } from "../src/eval/command.ts";
+import { evalCommand, samplingArgs, type EvalIO } from "../src/cli/eval.ts";
 import { passAtK, passKs, pyList, round3, std } from "../src/eval/report.ts";
 import { Progress } from "../src/eval/progress.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { alphabetSortGold } from "./helpers/oracles.ts";
 import { rightReverse, startFakeOpenAI, wrongReverse, type ChatRequest, type FakeModel, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.ts";
 
@@ -405,7 +405,7 @@ describe("envworker eval: a model server it cannot use", () => {
 
   it("a connection lost during a run names the URL and the cause in the rollout's error", async () => {
     const { APIConnectionError } = await import("openai");
-    const { explainConnectionError } = await import("../src/eval/rollout-retry.ts");
+    const { explainConnectionError } = await import("../src/sched/retry.ts");
     const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.9:8001"), { code: "ECONNREFUSED" });
     const err = new APIConnectionError({ cause: new TypeError("fetch failed", { cause: refused }) });
     const explained = explainConnectionError(err, "http://10.0.0.9:8001/v1/chat/completions");

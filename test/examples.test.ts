@@ -1,7 +1,7 @@
 /**
  * `POST B/examples` and grading by example reference: prompts leave the server, answers and
  * hidden tests never do; a reference is re-derived on the server, so a forged or stale one is a
- * 400; every input is bounded. Runs the real Node server (src/node.ts) with a sandbox, because
+ * 400; every input is bounded. Runs the real Node server (src/node/server.ts) with a sandbox, because
  * js-code's hidden tests run in it when an item is scored by reference.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import mathTools from "../envs/math-tools/index.ts";
 import reverseText from "../envs/reverse-text/index.ts";
 import wordle from "../envs/wordle/index.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
-import { startServer } from "../src/node.ts";
+import { startServer } from "../src/node/server.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { MAX_EXAMPLES, MAX_REFERENCE_CHARS } from "../src/server/protocol.ts";

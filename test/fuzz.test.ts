@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { get, post } from "./helpers/http.ts";
 import { alphabetSortGold } from "./helpers/oracles.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

@@ -18,7 +18,7 @@ import type { Environment } from "../src/env/environment.ts";
 import { resetEpisode, type EpisodeState } from "../src/env/episode.ts";
 import type { JudgeService } from "../src/env/judge.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
-import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/python.ts";
+import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/engines/python/python.ts";
 import { scoreItems } from "../src/server/score.ts";
 import { checkProbe, fullwidth, lookalike, MEBIBYTE_OF_TEXT, printTable, seedWhere, type Probe } from "./helpers/hack-probes.ts";
 import { gradeLikeBrowseComp } from "./helpers/mock-judge.ts";

@@ -1,4 +1,4 @@
-// Where a server bundles its sandbox hosts (src/sandbox/confine.ts `bundleDirectory`): beside the
+// Where a server bundles its sandbox hosts (src/wall/confine.ts `bundleDirectory`): beside the
 // packages, in node_modules/.cache, and what killed servers left there is removed by the next one,
 // once it is over an hour old and its server's pid is gone; nothing of a live server is touched.
 import { spawnSync } from "node:child_process";
@@ -38,7 +38,7 @@ it("a new server removes bundles that killed servers left (over an hour old, pid
   const young = bundleDir(gone, 60 * 1000);
   const live = bundleDir(process.pid, 2 * 60 * 60 * 1000);
   const script = `
-    const { createIsolatedVmProcessSandbox } = await import(${JSON.stringify(join(ROOT, "src/sandbox/isolated-vm-process.ts"))});
+    const { createIsolatedVmProcessSandbox } = await import(${JSON.stringify(join(ROOT, "src/sandbox/engines/isolated-vm/isolated-vm-process.ts"))});
     const sandbox = createIsolatedVmProcessSandbox({ maxConcurrency: 1 });
     const r = await sandbox.run("1 + 1");
     await sandbox.dispose();

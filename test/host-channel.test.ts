@@ -1,11 +1,11 @@
 /**
- * The frame reader between the server and a sandbox host (src/sandbox/host-channel.ts): frames cut
+ * The frame reader between the server and a sandbox host (src/sandbox/host/host-channel.ts): frames cut
  * anywhere (the header too) and frames sharing a chunk come out whole and in order; a frame longer
  * than the bound is refused from its header; and a large frame in many chunks is joined once, not
  * once per chunk (which was quadratic in its size).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { encodeFrame, FrameReader } from "../src/sandbox/host-channel.ts";
+import { encodeFrame, FrameReader } from "../src/sandbox/host/host-channel.ts";
 
 function reader(max = 1 << 20) {
   const frames: unknown[] = [];

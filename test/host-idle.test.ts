@@ -11,11 +11,11 @@ import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import mathTools from "../envs/math-tools/index.ts";
 import reverseText from "../envs/reverse-text/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
-import { describeConfinement } from "../src/sandbox/confine.ts";
-import { DEFAULT_IDLE_CPU, watchHostReplacements, type HostPoolSandbox, type HostReplacement } from "../src/sandbox/host-pool.ts";
-import { STDERR_BURST_BYTES } from "../src/sandbox/host-handles.ts";
-import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
+import { describeConfinement } from "../src/wall/confine.ts";
+import { DEFAULT_IDLE_CPU, watchHostReplacements, type HostPoolSandbox, type HostReplacement } from "../src/sandbox/host/host-pool.ts";
+import { STDERR_BURST_BYTES } from "../src/sandbox/host/host-handles.ts";
+import { ISOLATED_VM_PROFILE } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";
 import { processesBelow } from "./helpers/processes.ts";
 import { expectServed, rssKiB, underAttack, type LiveServer } from "./helpers/hostile.ts";
@@ -109,7 +109,7 @@ describe("an idle host that keeps running after its run is stopped", () => {
     expect(next.ok).toBe(true);
     expect(next.result).not.toBe(first.result);
     unwatch();
-    // What the server logs (src/node.ts): which host, and why.
+    // What the server logs (src/node/server.ts): which host, and why.
     expect(replacements).toEqual([{ label: expect.any(String), why: expect.stringMatching(/^it used \d+ ms of CPU while it had no run$/) }]);
     expect(pool.replaced).toBe(1);
   }, 120_000);

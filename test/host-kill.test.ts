@@ -6,9 +6,9 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { HOST_UID_BASE } from "../src/sandbox/confine.ts";
-import { processHost } from "../src/sandbox/host-handles.ts";
-import { QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import { HOST_UID_BASE } from "../src/wall/confine.ts";
+import { processHost } from "../src/sandbox/host/host-handles.ts";
+import { QUICKJS_PROFILE } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 
 /** Pids of live processes whose real uid is one of `uids`. */
 function processesOf(uids: Set<number>): number[] {
@@ -53,7 +53,7 @@ describe.runIf(process.getuid?.() === 0)("killing a host while it starts", () =>
 
 describe("a host's end", () => {
   it("closes what the server kept open of it: no descriptor left per host (the server starts hosts for as long as it runs)", async () => {
-    const { createQuickJSProcessSandbox } = await import("../src/sandbox/quickjs-process.ts");
+    const { createQuickJSProcessSandbox } = await import("../src/sandbox/engines/quickjs/quickjs-process.ts");
     // A host per episode: every run below starts one and stops another, and each is measured
     // (its /proc statm) and timed (its schedstat) while it serves.
     const sandbox = createQuickJSProcessSandbox({ maxConcurrency: 1, affinity: "episode" });

@@ -3,9 +3,9 @@
  * host serves whom, when one is started and when one is stopped to make room (host-pool.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { HostExit, HostHandle } from "../src/sandbox/host-handles.ts";
-import type { HostReply, HostRequest } from "../src/sandbox/host-protocol.ts";
-import { HostPoolSandbox, type HostAffinity } from "../src/sandbox/host-pool.ts";
+import type { HostExit, HostHandle } from "../src/sandbox/host/host-handles.ts";
+import type { HostReply, HostRequest } from "../src/sandbox/host/host-protocol.ts";
+import { HostPoolSandbox, type HostAffinity } from "../src/sandbox/host/host-pool.ts";
 import { breaksPerRunRule, serverAffinity } from "../src/sandbox/index.ts";
 
 /** A host that answers a run after `code` ms with its own number as the result. */

@@ -13,10 +13,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import jsCode from "../envs/js-code/index.ts";
 import mathTools from "../envs/math-tools/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
-import { describeConfinement } from "../src/sandbox/confine.ts";
-import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
+import { describeConfinement } from "../src/wall/confine.ts";
+import type { HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { ISOLATED_VM_PROFILE } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
 import type { SandboxAffinity } from "../src/server/config.ts";
 import { createLogger, logger, setLogger } from "../src/server/log.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";

@@ -10,7 +10,7 @@ import { defineJudge, fillTemplate, JudgeError, yesNoVerdict } from "../src/env/
 import { scoreGroup } from "../src/env/rubric.ts";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
 import { importEnvironments } from "../src/env/source.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { CallBudget, JudgeClient } from "../src/server/judge-client.ts";
 import { judgeSettingsFromEnv } from "../src/server/config.ts";
 import { get, post } from "./helpers/http.ts";

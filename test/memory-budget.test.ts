@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { MemoryBudget } from "../src/server/memory.ts";
 import { get, post, postFrom } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

@@ -1,7 +1,7 @@
 /** The conformance suite against the Node server, plus what only the Node store can show. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importEnvironments } from "../src/env/source.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { conformanceSuite } from "./conformance.ts";
 import { get, post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";

@@ -14,7 +14,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { processTree } from "../src/sandbox/process-memory.ts";
+import { processTree } from "../src/wall/process-memory.ts";
 import { request } from "./helpers/http.ts";
 import { pythonWorkers, WORKER_PYTHON } from "./helpers/python-workers.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";

@@ -1,5 +1,5 @@
 /**
- * How specs name Python environments (src/python/load.ts): files, folders (a package, env.py, a
+ * How specs name Python environments (src/node/python-envs/load.ts): files, folders (a package, env.py, a
  * pyproject.toml's package), and the fingerprint that keeps a thread from loading files changed
  * since the server loaded them.
  */
@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../src/python/load.ts";
+import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../src/node/python-envs/load.ts";
 import { WORKER_PYTHON } from "./helpers/python-workers.ts";
 
 Object.assign(process.env, WORKER_PYTHON);

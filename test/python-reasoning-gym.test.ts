@@ -1,10 +1,10 @@
 /**
- * `envworker serve reasoning-gym:...` (src/python/catalogs.ts; the catalog is
+ * `envworker serve reasoning-gym:...` (src/node/python-envs/catalogs.ts; the catalog is
  * clients/python/src/envworker/catalogs/reasoning_gym.py): the named datasets are served, an
  * episode played over HTTP gets reasoning-gym's reward (the gold answer from GET /state scores 1,
  * another item's answer less), POST /score with the episode's info and args gives the episode's
  * reward, and a dataset whose tasks depend on string hashing gives, in the worker, the task
- * reasoning-gym gives under PYTHONHASHSEED=0 (src/python/settings.ts runs workers with it).
+ * reasoning-gym gives under PYTHONHASHSEED=0 (src/node/python-envs/settings.ts runs workers with it).
  *
  * Needs reasoning-gym in ENVWORKER_PYTHON's interpreter (the trainers venv of scripts/trainers-venv.sh
  * has it); skipped, saying so, where it is not.

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { expect } from "vitest";
-import { createPythonSandbox, PYTHON_PROFILE, type PythonSandbox } from "../src/sandbox/python.ts";
+import { createPythonSandbox, PYTHON_PROFILE, type PythonSandbox } from "../src/sandbox/engines/python/python.ts";
 import { describeZygoteEscape } from "./helpers/zygote-escape.ts";
 
 describeZygoteEscape({

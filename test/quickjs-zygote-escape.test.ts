@@ -8,7 +8,7 @@
  */
 import { resolve } from "node:path";
 import { expect } from "vitest";
-import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import { describeZygoteEscape } from "./helpers/zygote-escape.ts";
 
 describeZygoteEscape({

@@ -2,7 +2,7 @@
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import type { Environment } from "../src/env/environment.ts";
 import type { StepResult } from "../src/env/episode.ts";
 import type { Action } from "../src/env/messages.ts";

@@ -1,5 +1,5 @@
 /**
- * The run clock (src/sandbox/run-delay.ts, deadline.ts): a run's time limit counts the time it
+ * The run clock (src/sched/run-delay.ts, deadline.ts): a run's time limit counts the time it
  * ran, not the time its host waited for a CPU on a busy machine, up to a cap on wall time.
  *
  * The live tests make the machine busy on purpose: busy loops at the default priority, three per
@@ -10,11 +10,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDeadline, runDeadline, stretchCapMs, type DelayProbe } from "../src/sandbox/deadline.ts";
+import { createDeadline, runDeadline, stretchCapMs, type DelayProbe } from "../src/sched/deadline.ts";
 import { createSandbox, type Sandbox } from "../src/sandbox/index.ts";
-import { createPythonSandbox } from "../src/sandbox/python.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
-import { delayProbe } from "../src/sandbox/run-delay.ts";
+import { createPythonSandbox } from "../src/sandbox/engines/python/python.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
+import { delayProbe } from "../src/sched/run-delay.ts";
 
 /** A probe whose reading the test sets. */
 function fakeProbe(): DelayProbe & { set(ms: number): void } {

@@ -1,5 +1,5 @@
 /**
- * The second wall (src/sandbox/confine.ts): every sandbox host runs in a child process with least
+ * The second wall (src/wall/confine.ts): every sandbox host runs in a child process with least
  * privilege, and a guest that fully escapes its engine is still inside it.
  *
  * - The escape: test/fixtures/confine/escape-host.ts runs a run's code as host-side JavaScript in
@@ -17,11 +17,11 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../src/sandbox/confine.ts";
-import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
-import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
-import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
-import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
+import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../src/wall/confine.ts";
+import type { HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
+import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/engines/python/python.ts";
+import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { editReplies } from "./fixtures/confine/edit-replies.ts";
 import { escapePool } from "./fixtures/confine/escape-pool.ts";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import jsCode from "../envs/js-code/index.ts";
 import { TASKS } from "../envs/js-code/tasks.ts";
 import mathTools from "../envs/math-tools/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { post } from "./helpers/http.ts";
 
 let server: RunningServer;

@@ -6,9 +6,9 @@
  * so must the sandbox instance (a `1+1` right after), and memory must come back.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
-import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
+import type { HostPoolSandbox } from "../src/sandbox/host/host-pool.ts";
 import type { RunResult } from "../src/sandbox/index.ts";
 
 const MiB = 1024 * 1024;

@@ -15,8 +15,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import type { RunResult, Sandbox } from "../src/sandbox/types.ts";
 import { cpuSlowdown } from "./helpers/slowdown.ts";
 

@@ -8,7 +8,7 @@
  * and fail under one below it; and many small writes must end as a normal, capped run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/python.ts";
+import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/engines/python/python.ts";
 import type { RunResult, Sandbox } from "../src/sandbox/index.ts";
 import { BACKENDS, expectHealthy, runChecked } from "./fixtures/sandbox/backends.ts";
 

@@ -4,7 +4,7 @@
  * (`npm run mutate`) cannot see it, so these units hold its limits, its refusals and its results.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CancelledError } from "../src/sandbox/limiter.ts";
+import { CancelledError } from "../src/sched/limiter.ts";
 import { cancelledResult, errorResult, prepareRun, queued, resolveLimits } from "../src/sandbox/options.ts";
 import { DEFAULT_LIMITS, type RunLimits, type RunOptions } from "../src/sandbox/types.ts";
 

@@ -4,7 +4,7 @@
  * (expectHealthy). Limits are small where the test is about the limit.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/python.ts";
+import { createPythonSandbox, type PythonSandbox } from "../src/sandbox/engines/python/python.ts";
 import type { RunOptions, RunResult } from "../src/sandbox/types.ts";
 
 let sandbox: PythonSandbox;

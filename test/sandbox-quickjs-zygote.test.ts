@@ -7,7 +7,7 @@
  * run, and the limits hold.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createQuickJSProcessSandbox, type QuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import { createQuickJSProcessSandbox, type QuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import type { RunResult } from "../src/sandbox/types.ts";
 
 function failed(r: RunResult, name: string): void {

@@ -7,8 +7,8 @@
  * in (ENVWORKER_UNCONFINED=1), and `envworker serve` says so at start-up (test/settings.test.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createIsolatedVmProcessSandbox } from "../src/sandbox/isolated-vm-process.ts";
-import { createQuickJSProcessSandbox } from "../src/sandbox/quickjs-process.ts";
+import { createIsolatedVmProcessSandbox } from "../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
+import { createQuickJSProcessSandbox } from "../src/sandbox/engines/quickjs/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 
 const REFUSED = /not started without bubblewrap \(.+\).*ENVWORKER_UNCONFINED=1/s;

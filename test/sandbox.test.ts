@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodeCommand } from "../src/cli/run-code.ts";
 import { createQuickJSSandbox, createSandbox, DEFAULT_LIMITS, sandboxKindFromEnv, TRUNCATION_MARKER, type Sandbox } from "../src/sandbox/index.ts";
-import { CancelledError, Limiter } from "../src/sandbox/limiter.ts";
+import { CancelledError, Limiter } from "../src/sched/limiter.ts";
 import { capOutput, truncateUtf8, utf8Length } from "../src/sandbox/output.ts";
 import { BACKENDS, runChecked } from "./fixtures/sandbox/backends.ts";
 
@@ -405,7 +405,7 @@ describe("envworker run-code", () => {
 
 describe("isolated-vm pool (white box)", () => {
   it("replaces an isolate killed by out-of-memory", async () => {
-    const { createIsolatedVmSandbox } = await import("../src/sandbox/isolated-vm.ts");
+    const { createIsolatedVmSandbox } = await import("../src/sandbox/engines/isolated-vm/isolated-vm.ts");
     const s = createIsolatedVmSandbox({ maxConcurrency: 1 });
     expect((await s.run("1")).ok).toBe(true);
     const oom = await s.run("const a = []; for (;;) a.push(new Array(1e5).fill(1.5))", { memoryMb: 16 });
@@ -416,8 +416,8 @@ describe("isolated-vm pool (white box)", () => {
   });
 
   it("the watchdog disposes an isolate that V8 keeps busy outside any timed call", async () => {
-    const { IsolatePool } = await import("../src/sandbox/isolate-pool.ts");
-    const { runInContext } = await import("../src/sandbox/isolated-vm.ts");
+    const { IsolatePool } = await import("../src/sandbox/engines/isolated-vm/isolate-pool.ts");
+    const { runInContext } = await import("../src/sandbox/engines/isolated-vm/isolated-vm.ts");
     const { prepareRun } = await import("../src/sandbox/options.ts");
     const pool = new IsolatePool(1);
     const pooled = pool.acquire(32);

@@ -1,6 +1,6 @@
 /** Graceful shutdown: in-flight steps finish, new connections are refused, sockets hear 1001. */
 import { describe, expect, it } from "vitest";
-import { startServer } from "../src/node.ts";
+import { startServer } from "../src/node/server.ts";
 import { post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { slow } from "./fixtures/test-envs.ts";

@@ -1,7 +1,7 @@
 /** The tool loop in the episode engine, tool errors as messages, tool metrics, MCP. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEpisode, stepEpisode } from "../src/env/episode.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { post } from "./helpers/http.ts";
 import { OpenEnvWsClient } from "./helpers/ws-client.ts";
 import { toolbox } from "./fixtures/test-envs.ts";

@@ -29,7 +29,7 @@ describe("validate", () => {
 // suite beside four other jobs on 2 cores) that took more than the default 90 s.
 describe("validate plays an episode", { timeout: 240_000 }, () => {
   it("passes a sound environment and names what a broken one gets wrong", async () => {
-    const { buildNodeApp } = await import("../src/node.ts");
+    const { buildNodeApp } = await import("../src/node/server.ts");
     const { importEnvironments } = await import("../src/env/source.ts");
     const here = (p: string) => new URL(p, import.meta.url).href;
     const envs = [...(await importEnvironments(here("./fixtures/user-project/env.ts"))), ...(await importEnvironments(here("./fixtures/user-project/broken.ts")))];
@@ -84,7 +84,7 @@ describe("validate plays an episode", { timeout: 240_000 }, () => {
 
 describe("validate calls each tool", { timeout: 240_000 }, () => {
   it("with arguments from its schema, and fails an environment whose tool errors", async () => {
-    const { buildNodeApp } = await import("../src/node.ts");
+    const { buildNodeApp } = await import("../src/node/server.ts");
     const { importEnvironments } = await import("../src/env/source.ts");
     const { environments } = await import("../envs/index.ts");
     const tools = await importEnvironments(new URL("./fixtures/tool-envs.ts", import.meta.url).href);

@@ -6,7 +6,7 @@
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { launchBrowser, openPage, PHONE, playCalculator, playReverseText, screenshot } from "./helpers/browser.ts";
 
 const TOKEN = "play-s3cret";

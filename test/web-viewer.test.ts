@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { evalCommand } from "../src/eval/command.ts";
+import { evalCommand } from "../src/cli/eval.ts";
 import { startViewer } from "../src/cli/view.ts";
 import { lastUser, rightReverse, startFakeOpenAI, type ChatRequest, type FakeContext, type FakeOpenAI, type FakeReply } from "./fixtures/fake-openai.ts";
 import { launchBrowser, openPage, PHONE, screenshot } from "./helpers/browser.ts";

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { environments } from "../envs/index.ts";
-import { startServer, type RunningServer } from "../src/node.ts";
+import { startServer, type RunningServer } from "../src/node/server.ts";
 import { faulty } from "./fixtures/test-envs.ts";
 import { post, request } from "./helpers/http.ts";
 import { rawRequest } from "./helpers/raw-http.ts";

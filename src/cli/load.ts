@@ -27,8 +27,8 @@ import { datasetProblems, type Environment } from "../env/environment.ts";
 import { importEnvironments } from "../env/source.ts";
 import { prepareImport } from "../node/typescript-loader.ts";
 import { envworkerRoot } from "./version.ts";
-import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../python/load.ts";
-import { catalogSpec, selectCatalog } from "../python/catalogs.ts";
+import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../node/python-envs/load.ts";
+import { catalogSpec, selectCatalog } from "../node/python-envs/catalogs.ts";
 
 export class SpecError extends Error {}
 

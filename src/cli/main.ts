@@ -103,7 +103,7 @@ async function serveCommand(argv: string[]): Promise<number> {
     const { superviseServe } = await import("./watch.ts");
     return superviseServe(argv.filter((a) => a !== "--watch"), files);
   }
-  const { startServer } = await import("../node.ts");
+  const { startServer } = await import("../node/server.ts");
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(envs, config);
@@ -115,7 +115,7 @@ async function serveCommand(argv: string[]): Promise<number> {
   }
   console.log(`envworker serving ${envs.length} environment(s) on ${server.url}`);
   // Say now if this machine weakens the sandbox hosts' confinement (tried before the port was bound: startServer).
-  const { warnIfWeaklyConfined } = await import("../sandbox/confine.ts");
+  const { warnIfWeaklyConfined } = await import("../wall/confine.ts");
   warnIfWeaklyConfined();
   for (const e of envs) console.log(`  ${server.url}/envs/${e.name}  ${e.description}`);
   // The playground; with a token, the form a browser can open (it cannot send the header).
@@ -177,7 +177,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       case "eval": {
         // Loaded on demand: serve and list never pay for the openai SDK.
-        const { evalCommand } = await import("../eval/command.ts");
+        const { evalCommand } = await import("./eval.ts");
         return await evalCommand(rest);
       }
       case "view": {

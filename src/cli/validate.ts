@@ -320,7 +320,7 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
       }
       throw err;
     }
-    const { buildNodeApp } = await import("../node.ts");
+    const { buildNodeApp } = await import("../node/server.ts");
     const { judgeSettingsFromEnv } = await import("../server/config.ts");
     // Judged rewards are checked against the judge ENVWORKER_JUDGE_* names, as `serve` would use.
     const { app, sandboxes } = buildNodeApp(environments, { judge: judgeSettingsFromEnv(process.env) });

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "./messages.ts";
 import { withSandbox, type AuthorServices, type Services } from "./services.ts";
 import { ApiError } from "./errors.ts";
 import { JudgeError, type JudgeReply, type JudgeService, type JudgeSummary } from "./judge.ts";
-import { anySignal } from "../sandbox/scope.ts";
+import { anySignal } from "../sched/signals.ts";
 
 export interface RewardInput<Info = JsonObject, Args = unknown> extends AuthorServices {
   /** The prompt messages (system included). */

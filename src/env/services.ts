@@ -9,7 +9,7 @@ import type { Sandbox } from "../sandbox/types.ts";
 export interface Services {
   sandbox?: Sandbox | undefined;
   /**
-   * The Python sandbox (CPython for WASI in a fork server; Node only, see src/sandbox/python.ts). Absent on Workers, so
+   * The Python sandbox (CPython for WASI in a fork server; Node only, see src/sandbox/engines/python/python.ts). Absent on Workers, so
    * environments and tools that need it (py-code, the `python` tool) are Node-only.
    */
   python?: Sandbox | undefined;

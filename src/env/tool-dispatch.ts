@@ -7,7 +7,7 @@
 import type { ToolCall, ToolMessage } from "./messages.ts";
 import { withSandbox, type Services } from "./services.ts";
 import type { Tool } from "./define-tool.ts";
-import { anySignal } from "../sandbox/scope.ts";
+import { anySignal } from "../sched/signals.ts";
 import { DEFAULT_LIMITS, type RunOptions, type RunResult, type Sandbox } from "../sandbox/types.ts";
 
 export const TOOL_ERROR_PREFIX = "Error:";
@@ -136,7 +136,7 @@ class Spans {
 /**
  * The tool's view of the sandbox: its runs are cancelled with the tool (time up, caller gone), and
  * the tool's clock stops while a run is in the sandbox. A run counts on the tool's clock for the
- * time it ran (its elapsedMs, on the run clock: src/sandbox/run-delay.ts), not for its wait for a
+ * time it ran (its elapsedMs, on the run clock: src/sched/run-delay.ts), not for its wait for a
  * slot or for a CPU on a busy machine; it may not run longer than the tool has left.
  */
 function toolSandbox(sandbox: Sandbox, signal: AbortSignal, clock: ToolClock): Sandbox {

@@ -13,7 +13,7 @@ import { MemoryEpisodeStore } from "../server/episode-store.ts";
 import { ApiError } from "../env/errors.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import { ActionSchema } from "../server/protocol.ts";
-import { DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, withRetry, type RetryDecision, type RetryPolicy } from "./rollout-retry.ts";
+import { DEFAULT_RETRY, isRetryableStatus, parseRetryAfter, withRetry, type RetryDecision, type RetryPolicy } from "../sched/retry.ts";
 
 /** What a rollout sends to reset: the same fields as POST /envs/{name}/reset. */
 export interface ResetParams {

@@ -15,10 +15,10 @@ import type { EpisodeDriver, ResetParams } from "./rollout-drivers.ts";
 import { EnvCallError } from "./rollout-drivers.ts";
 import { SERVICE_ERRORS } from "../env/service-failures.ts";
 import { serviceErrorsOf } from "./report.ts";
-import { classifyModelError, DEFAULT_RETRY, errorMessage, explainConnectionError, RetriesExhaustedError, withRetry, type RetryPolicy } from "./rollout-retry.ts";
+import { classifyModelError, DEFAULT_RETRY, errorMessage, explainConnectionError, RetriesExhaustedError, withRetry, type RetryPolicy } from "../sched/retry.ts";
 
 export * from "./rollout-drivers.ts";
-export * from "./rollout-retry.ts";
+export * from "../sched/retry.ts";
 
 export interface Usage {
   prompt_tokens: number;

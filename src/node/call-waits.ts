@@ -3,7 +3,7 @@
  * the thread, under limits of its own, stops its deadline (ENVWORKER_ENV_TIMEOUT_S counts the
  * call's own computing, env-threads.ts). Sandbox runs and judge calls already go through the main
  * thread, which knows; a Python environment's calls go to its worker from the thread itself
- * (src/python/link.ts), and say so here. On a loaded machine the wall-clock deadline came before
+ * (src/node/python-envs/link.ts), and say so here. On a loaded machine the wall-clock deadline came before
  * the worker's own deadlines (on the run clock), and calls failed 504.
  *
  * Two ways, both without AsyncLocalStorage (on Node 20 it hooks every promise of the thread, and

@@ -16,7 +16,7 @@ import { assertDistFresh } from "./dist-stamp.ts";
 // Compiled, in a checkout whose sources changed since: refuse, rather than serve older code (dist-stamp.ts).
 assertDistFresh(import.meta.url);
 
-export { startServer, type RunningServer, type NodeAppOptions } from "../node.ts";
+export { startServer, type RunningServer, type NodeAppOptions } from "./server.ts";
 export { configFromEnv, judgeSettingsFromEnv, type JudgeSettings, type ServerConfig } from "../server/config.ts";
 export { createLogger, logLevelFromEnv, setLogger, type Logger, type LogLevel } from "../server/log.ts";
 // Rollouts against an OpenAI-compatible model, what `envworker eval` is built on (docs/eval.md "From code").

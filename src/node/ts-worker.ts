@@ -6,7 +6,7 @@
  * thread registers tsx itself before it imports a module that is not envworker's own
  * (src/node/typescript-loader.ts), and most threads never do.
  * Every thread pool on Node (environment code) starts its threads through this; sandbox hosts are
- * processes (src/sandbox/confine.ts).
+ * processes (src/wall/confine.ts).
  */
 import { Worker, type WorkerOptions } from "node:worker_threads";
 
@@ -51,9 +51,4 @@ function tsx(): string {
 export function startWorker(entry: URL, options: WorkerOptions & { workerData?: Record<string, unknown> } = {}): Worker {
   const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: /\.[cm]?tsx?$/.test(entry.pathname) ? tsx() : undefined };
   return new Worker(BOOTSTRAP, { ...options, eval: true, workerData: data });
-}
-
-/** `./name.ts` next to `base` when `base` is TypeScript source, else `./name.js` (compiled output). */
-export function siblingModule(name: string, base: string): URL {
-  return new URL(base.endsWith(".ts") ? `./${name}.ts` : `./${name}.js`, base);
 }

@@ -12,20 +12,21 @@
  * native addon; the QuickJS zygote needs Python and child processes) are loaded lazily, through import
  * specifiers that bundlers do not follow. See README.md.
  */
-import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./quickjs.ts";
+import { createQuickJSSandbox, type QuickJSSandboxOptions } from "./engines/quickjs/quickjs.ts";
 import { isNode } from "./platform.ts";
 import { SANDBOX_KINDS, sandboxKindFromEnv } from "./kind.ts";
 import type { RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
-import type { HostAffinity } from "./host-pool.ts";
+import type { HostAffinity } from "./host/host-pool.ts";
 
 export { DEFAULT_LIMITS, TRUNCATION_MARKER } from "./types.ts";
 export { SANDBOX_KINDS, sandboxKindFromEnv };
 export type { JsonValue, RunError, RunLimits, RunOptions, RunResult, Sandbox, SandboxKind } from "./types.ts";
-export { createQuickJSSandbox, QuickJSSandbox, quickjsVariant, type QuickJSSandboxOptions } from "./quickjs.ts";
-export { createDeadline, DEFAULT_CALLS_PER_MS, type Deadline, type DeadlineOptions, type DeadlineStrategy } from "./deadline.ts";
+export { createQuickJSSandbox, QuickJSSandbox, quickjsVariant, type QuickJSSandboxOptions } from "./engines/quickjs/quickjs.ts";
+export { createDeadline, DEFAULT_CALLS_PER_MS, type Deadline, type DeadlineOptions, type DeadlineStrategy } from "../sched/deadline.ts";
 export { resolveLimits } from "./options.ts";
-export { CancelledError } from "./limiter.ts";
-export { anySignal, scopedSandbox, type SandboxScope } from "./scope.ts";
+export { CancelledError } from "../sched/limiter.ts";
+export { scopedSandbox, type SandboxScope } from "./scope.ts";
+export { anySignal } from "../sched/signals.ts";
 
 
 export interface CreateSandboxOptions {
@@ -68,13 +69,13 @@ export function createSandbox(kind: SandboxKind = sandboxKindFromEnv(), options:
       if (!isNode()) throw new Error("the isolated-vm sandbox needs Node.js");
       // Out of process: a V8 fatal error in an isolate aborts the process hosting it.
       return new LazySandbox(kind, async () => {
-        const m = (await importNodeOnly("./isolated-vm-process.ts")) as typeof import("./isolated-vm-process.ts");
+        const m = (await importNodeOnly("./engines/isolated-vm/isolated-vm-process.ts")) as typeof import("./engines/isolated-vm/isolated-vm-process.ts");
         return m.createIsolatedVmProcessSandbox({ maxConcurrency, affinity });
       });
     case "quickjs":
       if (isNode() && options.quickjsThreads !== false) {
         return new LazySandbox(kind, async () => {
-          const m = (await importNodeOnly("./quickjs-process.ts")) as typeof import("./quickjs-process.ts");
+          const m = (await importNodeOnly("./engines/quickjs/quickjs-process.ts")) as typeof import("./engines/quickjs/quickjs-process.ts");
           return m.createQuickJSProcessSandbox({ maxConcurrency, affinity });
         });
       }

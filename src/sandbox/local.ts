@@ -1,15 +1,15 @@
 /**
  * The code sandboxes a Node process gives environments: JavaScript (QuickJS unless ENVWORKER_SANDBOX
- * says isolated-vm) and Python. One definition for the server (src/node.ts) and for the commands that
+ * says isolated-vm) and Python. One definition for the server (src/node/server.ts) and for the commands that
  * run environments in process (`envworker eval`), so an in-process run gets every sandbox a served
  * one does: a py-code reward scored without the Python sandbox was a silent 0 (issue 40).
  *
  * Both are lazy: nothing starts until an environment first runs code. Each call sees them scoped to
  * its episode or client (scope.ts), so fair queues and cancellation work per caller.
  */
-import type { HostAffinity } from "./host-pool.ts";
+import type { HostAffinity } from "./host/host-pool.ts";
 import { createSandbox, serverAffinity, type CreateSandboxOptions } from "./index.ts";
-import { createPythonSandbox, type PythonSandbox } from "./python.ts";
+import { createPythonSandbox, type PythonSandbox } from "./engines/python/python.ts";
 import { scopedSandbox, type SandboxScope } from "./scope.ts";
 import type { Sandbox, SandboxKind } from "./types.ts";
 

@@ -3,7 +3,7 @@
  * caller bug, so it throws), strip TypeScript (a bad program is the guest's problem, so it becomes an
  * error result) and serialise the guest's inputs once, as JSON, so nothing host-side is ever shared.
  */
-import { CancelledError } from "./limiter.ts";
+import { CancelledError } from "../sched/limiter.ts";
 import { timeoutError } from "./report.ts";
 import { DEFAULT_LIMITS, type RunLimits, type RunOptions, type RunResult } from "./types.ts";
 import { stripTypes } from "./typescript.ts";

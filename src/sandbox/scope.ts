@@ -5,6 +5,7 @@
  * are cancelled when the scope's signal aborts (episode closed, request timed out, client gone).
  * Environment and tool code keep calling plain `sandbox.run(code, options)`.
  */
+import { anySignal } from "../sched/signals.ts";
 import type { RunOptions, RunResult, Sandbox } from "./types.ts";
 
 export interface SandboxScope {
@@ -36,27 +37,4 @@ export function scopedSandbox(sandbox: Sandbox, scope: SandboxScope): Sandbox {
     // The scope does not own the sandbox.
     dispose: async () => {},
   };
-}
-
-/** A signal that aborts when any of the given ones does (undefined when none is given). */
-export function anySignal(...signals: (AbortSignal | undefined)[]): AbortSignal | undefined {
-  const present = signals.filter((s): s is AbortSignal => s !== undefined);
-  if (present.length <= 1) return present[0];
-  // AbortSignal.any drops its listeners when the combined signal is collected; a hand-made one
-  // would leave a listener on a long-lived scope signal per run.
-  const any = (AbortSignal as { any?: (signals: AbortSignal[]) => AbortSignal }).any;
-  if (typeof any === "function") return any.call(AbortSignal, present);
-  const controller = new AbortController();
-  for (const s of present) {
-    if (s.aborted) {
-      controller.abort(s.reason);
-      return controller.signal;
-    }
-  }
-  const onAbort = (event: Event) => {
-    controller.abort((event.target as AbortSignal).reason);
-    for (const s of present) s.removeEventListener("abort", onAbort);
-  };
-  for (const s of present) s.addEventListener("abort", onAbort);
-  return controller.signal;
 }

@@ -1,6 +1,6 @@
 /**
  * The one Hono app: every route of the wire protocol, for every environment, on every platform.
- * Platform entries (src/node.ts, src/worker.ts) only choose the episode host and how WebSockets
+ * Platform entries (src/node/server.ts, src/worker.ts) only choose the episode host and how WebSockets
  * are upgraded.
  */
 import { Hono, type Context, type MiddlewareHandler } from "hono";

@@ -19,9 +19,9 @@
  */
 import OpenAI from "openai";
 import { JudgeError, type JudgeReply, type JudgeRequest, type JudgeService } from "../env/judge.ts";
-import { classifyModelError, errorMessage, RetriesExhaustedError, withRetry, type RetryPolicy } from "../eval/rollout-retry.ts";
-import { Limiter } from "../sandbox/limiter.ts";
-import { anySignal } from "../sandbox/scope.ts";
+import { classifyModelError, errorMessage, RetriesExhaustedError, withRetry, type RetryPolicy } from "../sched/retry.ts";
+import { Limiter } from "../sched/limiter.ts";
+import { anySignal } from "../sched/signals.ts";
 import type { JudgeSettings } from "./config.ts";
 
 /** Characters of cached answers at most (answers are short verdicts; this bounds the cache's memory). */

@@ -24,7 +24,7 @@ export const ActionSchema = z
   })
   .strict();
 
-/** A message of a conversation (also what a Python environment's worker may put in prompts and replies, src/python/). */
+/** A message of a conversation (also what a Python environment's worker may put in prompts and replies, src/node/python-envs/). */
 export const MessageSchema = z.union([
   z.object({ role: z.literal("system"), content: z.string() }).strict(),
   z.object({ role: z.literal("user"), content: z.string() }).strict(),

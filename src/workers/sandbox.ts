@@ -9,7 +9,7 @@
  * in this repository and in a project that installed envworker. Nothing is copied.
  */
 import wasm from "#quickjs/sync.wasm";
-import { createQuickJSSandbox } from "../sandbox/quickjs.ts";
+import { createQuickJSSandbox } from "../sandbox/engines/quickjs/quickjs.ts";
 import type { Sandbox } from "../sandbox/types.ts";
 
 let shared: Sandbox | undefined;

@@ -15,7 +15,7 @@ import { resolve } from "node:path";
 import { expect } from "vitest";
 import { reverseTextGold } from "./oracles.ts";
 import { cpuSlowdown, loadDuring, median } from "./slowdown.ts";
-import { delayProbe } from "../../src/sandbox/run-delay.ts";
+import { delayProbe } from "../../src/sched/run-delay.ts";
 import { SERVER_NODE_FLAGS } from "./serve-process.ts";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -129,7 +129,7 @@ export interface ProbeRecord {
   /** Milliseconds from the reset request to the step's answer. */
   ms: number;
   /**
-   * Of those, how long the server's main thread waited for a CPU (its run delay, src/sandbox/run-delay.ts):
+   * Of those, how long the server's main thread waited for a CPU (its run delay, src/sched/run-delay.ts):
    * the machine's load, not the server's doing. Set by underAttack.
    */
   serverWaitMs?: number;

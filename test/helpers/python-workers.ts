@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-import { processTree } from "../../src/sandbox/process-memory.ts";
+import { processTree } from "../../src/wall/process-memory.ts";
 /**
  * The interpreter the tests' Python environment workers run on: `python3`, the first one on PATH
- * the workers' own user can read (src/python/settings.ts). Not the ENVWORKER_PYTHON of the
+ * the workers' own user can read (src/node/python-envs/settings.ts). Not the ENVWORKER_PYTHON of the
  * environment: CI exports the trainer venv's there for the Python client's suite, and that venv
  * lives under $HOME, which a worker (a user of its own when the tests run as root) cannot read.
  */

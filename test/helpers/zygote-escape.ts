@@ -19,9 +19,9 @@
 import { readFileSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeConfinement, type ProgramProfile } from "../../src/sandbox/confine.ts";
-import type { HostPoolSandbox } from "../../src/sandbox/host-pool.ts";
-import type { ZygoteSandboxOptions } from "../../src/sandbox/zygote-pool.ts";
+import { describeConfinement, type ProgramProfile } from "../../src/wall/confine.ts";
+import type { HostPoolSandbox } from "../../src/sandbox/host/host-pool.ts";
+import type { ZygoteSandboxOptions } from "../../src/sandbox/host/zygote-pool.ts";
 import { processesBelow } from "./processes.ts";
 
 /** What an attempt of ATTACKS became. */

@@ -130,7 +130,7 @@ class EnvworkerServer:
                     pass
 
 
-# -- the interpreter of the server's Python environment workers (src/python/settings.ts) ---------
+# -- the interpreter of the server's Python environment workers (src/node/python-envs/settings.ts) ---------
 
 
 def others_can_read(path: str) -> bool:
@@ -165,7 +165,7 @@ def python_workers_env() -> Dict[str, str]:
 
 def worker_interpreter(extra_env: Dict[str, str]) -> Optional[str]:
     """The interpreter the server will run its Python workers on, given ``extra_env``: as
-    src/python/settings.ts picks it (ENVWORKER_PYTHON, default python3; a name is looked up on
+    src/node/python-envs/settings.ts picks it (ENVWORKER_PYTHON, default python3; a name is looked up on
     PATH, passing over, as root, the ones the workers' user cannot read). None when there is none."""
     name = extra_env.get("ENVWORKER_PYTHON") or os.environ.get("ENVWORKER_PYTHON") or "python3"
     if "/" in name:

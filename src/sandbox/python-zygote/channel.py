@@ -1,5 +1,5 @@
 # A zygote's channel to the server (both zygotes: zygote.py, ../quickjs-zygote/qjs_zygote.py): the
-# host protocol of every sandbox host (src/sandbox/host-protocol.ts), frames of a 4-byte big-endian
+# host protocol of every sandbox host (src/sandbox/host/host-protocol.ts), frames of a 4-byte big-endian
 # length and JSON, requests on stdin and replies on stdout.
 
 import json, os, struct

@@ -1,5 +1,5 @@
 # The process-level measures of the Python sandbox's zygote and of each child it forks (zygote.py),
-# on top of what the launcher already applied to the whole tree (src/sandbox/confine.ts: bubblewrap,
+# on top of what the launcher already applied to the whole tree (src/wall/confine.ts: bubblewrap,
 # a uid of its own, an empty environment, prlimit). Each is a system call or two, so each child
 # gets them all; they matter only for a guest that got out of the WebAssembly interpreter into the
 # child's host Python (what test/fixtures/python-escape/ simulates):

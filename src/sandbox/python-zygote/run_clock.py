@@ -1,6 +1,6 @@
 # The run clock of a zygote's child, and the wait for its result (both zygotes: zygote.py,
 # ../quickjs-zygote/qjs_zygote.py). A run's time limit counts the time its child ran, not the time
-# it waited for a CPU on a busy machine (src/sandbox/run-delay.ts says why): wall time minus the
+# it waited for a CPU on a busy machine (src/sched/run-delay.ts says why): wall time minus the
 # child's wait from /proc/<pid>/schedstat, up to a stretch cap of wall time (10 x timeoutMs + 30 s).
 
 import os, select, time

@@ -1,7 +1,7 @@
 # The Python sandbox's host process: a fork server ("zygote") around CPython compiled for WASI.
 #
-# Started by the server through the confinement launcher (src/sandbox/confine.ts, python.ts), it
-# speaks the host protocol of every sandbox host (src/sandbox/host-protocol.ts: frames of a 4-byte
+# Started by the server through the confinement launcher (src/wall/confine.ts, python.ts), it
+# speaks the host protocol of every sandbox host (src/sandbox/host/host-protocol.ts: frames of a 4-byte
 # big-endian length and JSON on stdin/stdout), so the pool (host-pool.ts) keeps doing the queueing,
 # affinity, reply checks, watchdog and memory watch. There is no JavaScript here, and no FFI from
 # the guest to anything: the guest is WebAssembly, whose only way out is the host functions this
@@ -27,7 +27,7 @@
 #      two guests' processes, and no spare and a guest, ever live at once.
 #
 # Time: the zygote kills a child whose run clock (wall time minus the child's wait for a CPU, from
-# /proc/<pid>/schedstat; src/sandbox/run-delay.ts says why) passes timeoutMs, or whose wall time
+# /proc/<pid>/schedstat; src/sched/run-delay.ts says why) passes timeoutMs, or whose wall time
 # passes the stretch cap (10 x timeoutMs + 30 s), and answers TimeoutError. Memory: the store limit
 # refuses growth past the run's limit (MemoryError in the guest, MemoryLimitError in the result);
 # the server also measures the whole tree (process-memory.ts ForkingHost).

@@ -3,8 +3,8 @@
 # of channel.py, the forking and probing of forking.py, the child hardening of harden.py, the run
 # clock of run_clock.py, the output caps and report checks of result.py).
 #
-# Started by the server through the confinement launcher (src/sandbox/confine.ts, quickjs-process.ts),
-# it speaks the host protocol of every sandbox host (src/sandbox/host-protocol.ts: frames of a 4-byte
+# Started by the server through the confinement launcher (src/wall/confine.ts, quickjs-process.ts),
+# it speaks the host protocol of every sandbox host (src/sandbox/host/host-protocol.ts: frames of a 4-byte
 # big-endian length and JSON on stdin/stdout), so the pool (host-pool.ts) keeps the queueing,
 # affinity, reply checks, watchdog and memory watch. There is no JavaScript host here: QuickJS is
 # WebAssembly, whose only way out is the WASI functions qjs_engine.py gives it (none that reach
@@ -26,7 +26,7 @@
 #      guests' processes, and no spare and a guest, ever live at once.
 #
 # Time: on the run clock of the child (wall time minus its wait for a CPU, /proc/<pid>/schedstat;
-# src/sandbox/run-delay.ts says why). At timeoutMs the zygote sets the SIGINT bit in the shared page:
+# src/sched/run-delay.ts says why). At timeoutMs the zygote sets the SIGINT bit in the shared page:
 # QuickJS's interrupt handler stops the guest with an uncatchable error, the child clears the bit
 # and still reports (its output is kept, as in quickjs.ts). A child that has not answered
 # GRACE_S of run clock later, or by the stretch cap (10 x timeoutMs + 30 s of wall time), is

@@ -1,4 +1,4 @@
-"""The worker's wire: frames of a fixed-size header and a body, both ways (src/python/frames.ts is
+"""The worker's wire: frames of a fixed-size header and a body, both ways (src/node/python-envs/frames.ts is
 the server's side).
 
 A header is HEADER bytes: a JSON object padded with spaces, its last byte a newline; its ``n`` is the

@@ -1,6 +1,6 @@
 """The worker process that runs a Python environment's functions for an envworker server.
 
-The server (src/python/ in the envworker repository) starts it confined (an empty environment, a
+The server (src/node/python-envs/ in the envworker repository) starts it confined (an empty environment, a
 read-only file system, no network unless the operator allows it, resource limits) as::
 
     python -I -B -c "...; import envworker.worker as w; w.main()" TARGET MAX_MESSAGE_BYTES
