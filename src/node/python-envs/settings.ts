@@ -60,7 +60,7 @@ export function pythonSettings(env: NodeJS.ProcessEnv = process.env): PythonSett
 export function clientSource(): string {
   // src/node/python-envs/ (or dist/src/node/python-envs/) -> the repository (or package) root.
   let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++, dir = dirname(dir)) {
+  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
     const candidate = join(dir, "clients", "python", "src");
     if (existsSync(join(candidate, "envworker", "worker.py"))) return candidate;
   }
