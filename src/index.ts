@@ -62,7 +62,7 @@ export {
   type CompareOptions,
   type GradeOptions,
   type NumericAnswer,
-} from "./math/math-answer.ts";
+} from "./env/math-answer.ts";
 export { calculate, type EvalResult as ArithResult, type ParseOptions as ArithOptions } from "./math/arith.ts";
 // The arithmetic parser and evaluator (countdown's rules are options of it), and exact rationals.
 export * as arith from "./math/arith.ts";

@@ -12,6 +12,7 @@ import { inlineEngine } from "../src/server/engine.ts";
 import { StoreEpisodeHost } from "../src/server/episode-host.ts";
 import { MemoryEpisodeStore } from "../src/server/episode-store.ts";
 import { readmeSettings } from "./helpers/readme.ts";
+import { mountWeb } from "../src/web/mount.ts";
 
 const reverseText = environments.filter((e) => e.name === "reverse-text");
 
@@ -57,7 +58,7 @@ describe("ENVWORKER_ALLOWED_HOSTS", () => {
 
 describe("the app's answers", () => {
   const build = (opts: { loopbackOnly?: boolean; allowedOrigins?: string[]; allowedHosts?: string[]; ownHost?: (h: string) => boolean; token?: string } = {}) =>
-    createApp({ envs: reverseText, host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), ...opts });
+    createApp({ envs: reverseText, host: new StoreEpisodeHost(new MemoryEpisodeStore(), inlineEngine({})), pages: mountWeb, ...opts });
   const reset = (app: ReturnType<typeof build>, headers: Record<string, string>, body = "{}") =>
     app.request("http://127.0.0.1:8000/envs/reverse-text/reset", { method: "POST", headers: { host: "127.0.0.1:8000", ...headers }, body });
 

@@ -11,7 +11,7 @@ import { DIFFICULTIES, formatExact, GENERATORS, generateProblem } from "../envs/
 import { calculate } from "../src/math/arith.ts";
 import { resetEpisode, stepEpisode, type EpisodeState } from "../src/env/episode.ts";
 import { ApiError } from "../src/env/errors.ts";
-import { answersMatch } from "../src/math/math-answer.ts";
+import { answersMatch } from "../src/env/math-answer.ts";
 import type { Action, Message } from "../src/env/messages.ts";
 import { PyRandom } from "../src/pycompat/random.ts";
 import { scoreItems } from "../src/server/score.ts";

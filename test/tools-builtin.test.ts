@@ -1,6 +1,6 @@
 /**
  * Built-in tools (javascript, calculator), the arithmetic parser behind the calculator
- * (src/math/arith.ts) and numeric answer checking (src/math/math-answer.ts).
+ * (src/math/arith.ts) and numeric answer checking (src/env/math-answer.ts).
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { ArithSyntaxError, calculate, evaluate, formatNumber, literals, parse, render, type ArithNode } from "../src/math/arith.ts";
@@ -14,7 +14,7 @@ import {
   normalizeAnswerText,
   numericEqual,
   parseNumericAnswer,
-} from "../src/math/math-answer.ts";
+} from "../src/env/math-answer.ts";
 import { createSandbox } from "../src/sandbox/index.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { builtinTools } from "../src/tools/builtin.ts";

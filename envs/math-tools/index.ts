@@ -5,7 +5,7 @@
  * has a `calculator` (a parser, no code runs) and a `javascript` sandbox (stateless: nothing
  * persists between calls) and gives its final answer in `\boxed{}`. The answer is read like
  * verifiers' `extract_boxed_answer` (last `\boxed{}`, the whole reply when there is none) and
- * compared numerically (src/math/math-answer.ts) with the exact answer.
+ * compared numerically (src/env/math-answer.ts) with the exact answer.
  *
  * Rubric: `correct_answer` (1.0) and `boxed_answer` (0, a format metric), plus the automatic
  * tool metrics `num_turns`, `num_tool_calls`, `num_tool_errors`. An integer or fraction answer is

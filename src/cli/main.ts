@@ -5,18 +5,8 @@
 import { parseArgs } from "node:util";
 import { configFromEnv } from "../server/config.ts";
 import { logLevelFromEnv, createLogger, setLogger } from "../server/log.ts";
-import type { Environment } from "../env/environment.ts";
-import { loadEnvironments, SpecError } from "./load.ts";
+import { environmentsFor, SPECS_HELP, SpecUsageError, UsageError } from "./specs.ts";
 import { listenErrorMessage } from "./listen-error.ts";
-
-export const SPECS_HELP = `ENV (environment specs; default: the project's config, else every shipped environment):
-  wordle               a shipped environment (envworker list)
-  ./src/index.ts       a module (.ts, .mts, .js, .mjs, or a folder's index) default-exporting
-                       defineEnvironment(...) or an array of them
-  my-env-package       an installed npm package whose entry exports the same
-  my-env               an environment of the project's config: envworker.config.ts (or .js)
-                       default-exporting { environments: ["./src/index.ts", ...] }, or
-                       package.json "envworker": { "environments": [...] }`;
 
 const USAGE = `usage: envworker <command> [options]
 
@@ -66,20 +56,6 @@ const LIST_USAGE = `usage: envworker list [ENV ...]
 Print name, version and description of each environment.
 
 ${SPECS_HELP}`;
-
-export class UsageError extends Error {}
-/** A spec that names nothing loadable: the message says why; the usage text would only bury it. */
-class SpecUsageError extends UsageError {}
-
-/** Specs → environments; a bad spec is a usage error (exit 2), not a crash. */
-export async function environmentsFor(specs: readonly string[]): Promise<{ environments: Environment[]; files: string[] }> {
-  try {
-    return await loadEnvironments(specs);
-  } catch (err) {
-    if (err instanceof SpecError) throw new SpecUsageError(err.message);
-    throw err;
-  }
-}
 
 async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({

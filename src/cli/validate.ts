@@ -7,7 +7,7 @@
  * URL) or environments loaded from specs and served in process; the same HTTP checks either way.
  */
 import { parseArgs } from "node:util";
-import { SPECS_HELP, UsageError, environmentsFor } from "./main.ts";
+import { SPECS_HELP, UsageError, environmentsFor } from "./specs.ts";
 import { createLogger, logger, setLogger } from "../server/log.ts";
 import { exampleOf } from "./schema-example.ts";
 

@@ -11,7 +11,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { RolloutResult, Usage } from "./rollout.ts";
+import type { RolloutResult, Usage } from "./rollout-result.ts";
 import { JUDGE_METRICS } from "../env/rubric.ts";
 import { SERVICE_ERRORS } from "../env/service-failures.ts";
 

@@ -25,6 +25,7 @@ import { describeConfinement } from "../wall/confine.ts";
 import { JudgeClient } from "../server/judge-client.ts";
 import { logger } from "../server/log.ts";
 import { MemoryOrsSessions, ORS_SESSIONS } from "../server/ors.ts";
+import { mountWeb } from "../web/mount.ts";
 
 export interface RunningServer {
   url: string;
@@ -94,6 +95,8 @@ export function buildNodeApp(envs: readonly Environment[], config: Partial<Serve
     // And large answers on their way out (many connections not reading them).
     answers: nodeAnswers(budget),
     token: config.token,
+    // The playground and its pages (src/web/), mounted by the platform: the app is the wire only.
+    pages: mountWeb,
     // ORS sessions: each client its share of them, as of the episodes.
     orsSessions: new MemoryOrsSessions({ maxPerClient: Math.max(1, Math.floor(ORS_SESSIONS * clientShare)) }),
     // Browsers: only this server's own pages (and listed origins); on a loopback address, only

@@ -26,7 +26,6 @@ import { readWebBody, type BodyReader } from "./body.ts";
 import { jsonHeapBytes, NotJsonError, parseClientJson } from "./client-json.ts";
 import { WsSession, wsError, wsReplyText } from "./ws-session.ts";
 import { answerFlow } from "./ws-answers.ts";
-import { mountWeb } from "../web/mount.ts";
 import { MemoryOrsSessions, mountOrs, type OrsSessionStore } from "./ors.ts";
 import { logger, redactPath } from "./log.ts";
 import { didYouMean } from "./did-you-mean.ts";
@@ -77,6 +76,11 @@ export interface AppOptions {
   orsSessions?: OrsSessionStore;
   /** How often an ORS tool call's stream says it is alive (ors.ts HEARTBEAT_MS; tests). */
   orsHeartbeatMs?: number;
+  /**
+   * The web pages the platform mounts (src/web/mount.ts `mountWeb`: the playground at /web, `GET /`
+   * → /web), under the same token rule as every route. Default: none (the wire only).
+   */
+  pages?: ((app: Hono<AppEnv>, opts: { envs: readonly Environment[]; tokens: boolean }) => void) | undefined;
 }
 
 export type AppEnv = {
@@ -205,7 +209,7 @@ export function createApp(opts: AppOptions): Hono<AppEnv> {
   );
 
   // The playground (/web) and `GET /` → /web: pages and their assets, under the same token rule.
-  mountWeb(app, { envs: opts.envs, tokens: Boolean(opts.token) });
+  opts.pages?.(app, { envs: opts.envs, tokens: Boolean(opts.token) });
 
   const b = "/envs/:name";
   app.use(`${b}/*`, async (c, next) => {

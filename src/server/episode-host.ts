@@ -11,25 +11,7 @@ import { newEpisodeId } from "./ids.ts";
 import type { Action, JsonObject } from "../env/messages.ts";
 import type { EnvEngine, Stepped } from "./engine.ts";
 import type { MemoryBudget } from "./memory.ts";
-import { logger } from "./log.ts";
-
-/**
- * Log a failure of the environment's own code (or of ours: INTERNAL_ERROR) with the environment,
- * the episode and the stack. Client mistakes are not logged, except those the environment's code
- * threw on (a generator refusing the args: VALIDATION_ERROR with a cause), at warn.
- */
-export function logEnvironmentError(envName: string, episodeId: string | undefined, what: string, err: unknown): void {
-  const api = err instanceof ApiError ? err : undefined;
-  const ours = api === undefined || api.code === "EXECUTION_ERROR" || api.code === "INTERNAL_ERROR";
-  if (!ours && api?.cause === undefined) return;
-  const message = err instanceof Error ? err.message : String(err);
-  const fields = { env: envName, episode: episodeId };
-  // An EXECUTION_ERROR without a cause is a check of what the environment returned (its state not
-  // JSON): its message names the author's function; our own stack would only point into the engine.
-  const stack = api?.cause !== undefined ? api.cause : api?.code === "EXECUTION_ERROR" ? undefined : err;
-  if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
-  else logger().warn(`${what} refused: ${message}`, fields, stack);
-}
+import { logEnvironmentError, logger } from "./log.ts";
 
 /**
  * Where an episode is kept: its id as its client knows it, scoped to that client (client-id.ts:

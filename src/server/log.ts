@@ -7,6 +7,8 @@
  * many places and the operator sets one level. Lines go to stderr (console.error), so a command's
  * own output on stdout (serve's URL list, validate's report) stays clean.
  */
+import { ApiError } from "../env/errors.ts";
+
 export const LOG_LEVELS = ["info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -111,4 +113,22 @@ export function setLogger(next: Logger): void {
 /** A request path fit for a log: the token of a `/t/{token}/` prefix and of `?token=` become `***`. */
 export function redactPath(path: string): string {
   return path.replace(/^\/t\/[^/]+/, "/t/***").replace(/([?&]token=)[^&]*/g, "$1***");
+}
+
+/**
+ * Log a failure of the environment's own code (or of ours: INTERNAL_ERROR) with the environment,
+ * the episode and the stack. Client mistakes are not logged, except those the environment's code
+ * threw on (a generator refusing the args: VALIDATION_ERROR with a cause), at warn.
+ */
+export function logEnvironmentError(envName: string, episodeId: string | undefined, what: string, err: unknown): void {
+  const api = err instanceof ApiError ? err : undefined;
+  const ours = api === undefined || api.code === "EXECUTION_ERROR" || api.code === "INTERNAL_ERROR";
+  if (!ours && api?.cause === undefined) return;
+  const message = err instanceof Error ? err.message : String(err);
+  const fields = { env: envName, episode: episodeId };
+  // An EXECUTION_ERROR without a cause is a check of what the environment returned (its state not
+  // JSON): its message names the author's function; our own stack would only point into the engine.
+  const stack = api?.cause !== undefined ? api.cause : api?.code === "EXECUTION_ERROR" ? undefined : err;
+  if (ours) logger().error(`${what} failed: ${message}`, fields, stack);
+  else logger().warn(`${what} refused: ${message}`, fields, stack);
 }

@@ -7,7 +7,7 @@ import type { ScoreBatch, ScoreItem, ScoreRequest } from "./protocol.ts";
 import { referencedExample } from "./examples.ts";
 import { scoreGroup, type RewardInput, type RubricScore } from "../env/rubric.ts";
 import { withSandbox, type Services } from "../env/services.ts";
-import { logEnvironmentError } from "./episode-host.ts";
+import { logEnvironmentError } from "./log.ts";
 
 function asMessages(value: string | Message[] | undefined, role: "user" | "assistant"): Message[] {
   if (value === undefined) return [];

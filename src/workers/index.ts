@@ -25,6 +25,7 @@ import { edgeAddress, isWorkersDevHost } from "./edge.ts";
 import { workerServices } from "./services.ts";
 import { episodeClass, WS_ATTACH_HEADER, WS_CLIENT_HEADER, WS_ENV_HEADER, WS_OBJECT_HEADER } from "./episode-object.ts";
 import { objectNameFor, objectPart } from "./routing.ts";
+import { mountWeb } from "../web/mount.ts";
 
 /** Loosely typed on purpose: a project needs no @cloudflare/workers-types to use it. */
 export interface EnvworkerWorker {
@@ -76,6 +77,8 @@ export function createWorker(environments: readonly Environment[], options: Crea
       // have come through the edge (edge.ts); one client for all otherwise (local dev).
       clientOf: clientIdentity(config.token, edgeAddress(config.cfConnectingIp)),
       token: config.token,
+      // The playground and its pages (src/web/), mounted by the platform: the app is the wire only.
+      pages: mountWeb,
       allowedOrigins: config.allowedOrigins,
       // DNS rebinding: `wrangler dev` on 127.0.0.1 is reachable by a rebound name as Node is.
       loopbackOnly: true,

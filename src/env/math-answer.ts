@@ -28,9 +28,9 @@
  * would pay a wrong integer written as a decimal, issue 39). `exactExpected: false` restores the
  * symmetric rule above (math-tools' `faithful: true`).
  */
-import type { Message } from "../env/messages.ts";
-import { add, div, equal, mul, neg, rational, toNumber, type Rational } from "./rational.ts";
-import { stripThink } from "../env/parsers.ts";
+import type { Message } from "./messages.ts";
+import { add, div, equal, mul, neg, rational, toNumber, type Rational } from "../math/rational.ts";
+import { stripThink } from "./parsers.ts";
 
 // --- extraction --------------------------------------------------------------------------------
 
