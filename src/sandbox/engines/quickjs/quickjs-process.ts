@@ -1,6 +1,6 @@
 /**
  * QuickJS on Node (ENVWORKER_SANDBOX=quickjs): QuickJS-NG compiled to WASI, run by wasmtime in a
- * fork server (quickjs-zygote/qjs_zygote.py, on the Python sandbox's zygote core), behind the same
+ * fork server (zygote/quickjs/qjs_zygote.py, on the Python sandbox's zygote core), behind the same
  * `Sandbox` interface and through the same supervised, confined host pool (host-pool.ts,
  * confine.ts) as the other Node backends. In-process QuickJS (quickjs.ts, quickjs-emscripten) stays
  * what Workers run.
@@ -28,7 +28,7 @@ import { zygotePoolOptions, zygoteProfile, type ZygoteSandboxOptions } from "../
 
 export type QuickJSProcessSandboxOptions = ZygoteSandboxOptions;
 
-/** How a zygote is started: the Python sandbox's interpreter on quickjs-zygote/qjs_zygote.py, with the precompiled module and the assets. */
+/** How a zygote is started: the Python sandbox's interpreter on zygote/quickjs/qjs_zygote.py, with the precompiled module and the assets. */
 export const QUICKJS_PROFILE: ProgramProfile = zygoteProfile("quickjs", async () => {
   const runtime = await quickjsRuntime();
   return { executable: runtime.executable, args: ["-I", "-B", join(QUICKJS_ZYGOTE_DIR, "qjs_zygote.py"), runtime.cwasm, runtime.assets], readable: runtime.readable };

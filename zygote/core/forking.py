@@ -1,4 +1,4 @@
-# What a fork server (the Python zygote, zygote.py, and QuickJS's, ../quickjs-zygote/qjs_zygote.py)
+# What a fork server (the Python zygote, python/zygote.py, and QuickJS's, quickjs/qjs_zygote.py)
 # does with its own process and with the children it forks: pipes read and written whole, its
 # memory as /proc says, the pages a run writes (found once by a probe), and a child's end.
 

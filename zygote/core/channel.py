@@ -1,10 +1,10 @@
-# A zygote's channel to the server (both zygotes: zygote.py, ../quickjs-zygote/qjs_zygote.py): the
+# A zygote's channel to the server (both zygotes: python/zygote.py, quickjs/qjs_zygote.py): the
 # host protocol of every sandbox host (src/sandbox/host/host-protocol.ts), frames of a 4-byte big-endian
 # length and JSON, requests on stdin and replies on stdout.
 
 import json, os, struct
 
-from forking import write_all
+from .forking import write_all
 
 SERVER_IN = 0
 SERVER_OUT = 1

@@ -1,12 +1,12 @@
-# The run clock of a zygote's child, and the wait for its result (both zygotes: zygote.py,
-# ../quickjs-zygote/qjs_zygote.py). A run's time limit counts the time its child ran, not the time
+# The run clock of a zygote's child, and the wait for its result (both zygotes: python/zygote.py,
+# quickjs/qjs_zygote.py). A run's time limit counts the time its child ran, not the time
 # it waited for a CPU on a busy machine (src/sched/run-delay.ts says why): wall time minus the
 # child's wait from /proc/<pid>/schedstat, up to a stretch cap of wall time (10 x timeoutMs + 30 s).
 
 import os, select, time
 
-import result as results
-from channel import SERVER_IN
+from . import result as results
+from .channel import SERVER_IN
 
 # Before a kill for time, the child is watched this long to tell "running" from "waiting for a CPU"
 # (a wait under way is not in schedstat yet: run-delay.ts).

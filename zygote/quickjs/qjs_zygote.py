@@ -1,5 +1,5 @@
 # The QuickJS sandbox's host process: a fork server ("zygote") around QuickJS-NG's WASI reactor
-# (qjs_engine.py), on the Python sandbox's zygote core (../python-zygote: the channel to the server
+# (qjs_engine.py), on the Python sandbox's zygote core (../core/: the channel to the server
 # of channel.py, the forking and probing of forking.py, the child hardening of harden.py, the run
 # clock of run_clock.py, the output caps and report checks of result.py).
 #
@@ -38,19 +38,19 @@
 
 import ctypes, json, mmap, os, struct, sys, time
 
+# Started as a script (python -I -B zygote/quickjs/qjs_zygote.py): the one entry on the path is
+# the zygote folder, whose packages are core/, python/ and quickjs/ (-I leaves this script's own
+# folder off the path on Python >= 3.11; where it does not, it is taken off).
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORE = os.path.join(os.path.dirname(HERE), "python-zygote")
-for path in (HERE, CORE):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+ROOT = os.path.dirname(HERE)
+sys.path[:] = [ROOT] + [p for p in sys.path if p not in (ROOT, HERE)]
 
-import forking  # noqa: E402
-import harden  # noqa: E402
-import result as results  # noqa: E402
-from channel import Channel  # noqa: E402
-from forking import CHILD_MAPPINGS, MiB, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
-from qjs_engine import Engine  # noqa: E402
-from run_clock import wait_for_result  # noqa: E402
+from core import forking, harden  # noqa: E402
+from core import result as results  # noqa: E402
+from core.channel import Channel  # noqa: E402
+from core.forking import CHILD_MAPPINGS, MiB, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
+from core.run_clock import wait_for_result  # noqa: E402
+from quickjs.qjs_engine import Engine  # noqa: E402
 
 # What the probe runs (Zygote.probe): the shape of a typical small run.
 PROBE_CODE = "const o = { a: [1, 'x'], b: 2.5 }; let s = 0; for (let i = 1; i <= 1000; i++) s += i; console.log('sum', s, o); s"

@@ -43,16 +43,17 @@ from typing import Any, Callable
 import wasmtime
 from wasmtime import _ffi as ffi  # noqa: E402
 
-# Run with -I (python-runtime.ts): this folder and the Python zygote's core are put on the path here.
+# Started as a script (qjs_engine.py prepare, by python-runtime.ts): the one entry on the path is
+# the zygote folder, whose packages are core/, python/ and quickjs/ (-I leaves this script's own
+# folder off the path on Python >= 3.11; where it does not, it is taken off).
 HERE = os.path.dirname(os.path.abspath(__file__))
-for _path in (HERE, os.path.join(os.path.dirname(HERE), "python-zygote")):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+ROOT = os.path.dirname(HERE)
+sys.path[:] = [ROOT] + [p for p in sys.path if p not in (ROOT, HERE)]
 
-from wasm_layout import Layout, add_exports, check_digest, read_layout  # noqa: E402
+from quickjs.wasm_layout import Layout, add_exports, check_digest, read_layout  # noqa: E402
 
-# The Python engine's wasmtime settings (python-zygote/engine.py): one config for both engines.
-import engine as wasm_engine  # noqa: E402
+# The wasmtime settings (core/engine.py, the Python engine's): one config for both engines.
+from core import engine as wasm_engine  # noqa: E402
 
 MiB = 1024 * 1024
 WASM_PAGE = 65536

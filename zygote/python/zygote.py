@@ -36,17 +36,19 @@
 
 import json, os, signal, struct, sys, time
 
+# Started as a script (python -I -B zygote/python/zygote.py): the one entry on the path is
+# the zygote folder, whose packages are core/, python/ and quickjs/ (-I leaves this script's own
+# folder off the path on Python >= 3.11; where it does not, it is taken off).
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+ROOT = os.path.dirname(HERE)
+sys.path[:] = [ROOT] + [p for p in sys.path if p not in (ROOT, HERE)]
 
-import engine  # noqa: E402
-import harden  # noqa: E402
-import result as results  # noqa: E402
 import wasmtime  # noqa: E402
-from channel import Channel  # noqa: E402
-from forking import CHILD_MAPPINGS, MiB, Child, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
-from run_clock import wait_for_result  # noqa: E402
+from core import engine, harden  # noqa: E402
+from core import result as results  # noqa: E402
+from core.channel import Channel  # noqa: E402
+from core.forking import CHILD_MAPPINGS, MiB, Child, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
+from core.run_clock import wait_for_result  # noqa: E402
 
 # The guest's report is one write to fd 1 that starts with this and the zygote's token (guest.py).
 REPORT_MAGIC = b"\x00envworker-report\x00"
