@@ -16,9 +16,9 @@ const SRC = join(ROOT, "src");
  * directly in src/ (index.ts, testing.ts, worker.ts) are the public entries: they may import any
  * room, and no room imports them.
  */
-export const ROOMS = ["cli", "node", "workers", "web", "eval", "tools", "server", "env", "sandbox", "wall", "sched", "pycompat", "math"] as const;
-/** Rooms that import no room of ours but themselves (pycompat and math are beside each other at the ground). */
-const GROUND: Record<string, readonly string[]> = { sched: [], pycompat: [], math: [] };
+export const ROOMS = ["cli", "node", "workers", "web", "eval", "tools", "server", "env", "sandbox", "wall", "sched", "settings", "pycompat", "math"] as const;
+/** Rooms that import no room of ours but themselves: the ground (sched, settings, pycompat, math). */
+const GROUND: Record<string, readonly string[]> = { sched: [], settings: [], pycompat: [], math: [] };
 
 /** Every module file under `dir`, relative to the repository root with "/" separators. */
 function modules(dir: string): string[] {

@@ -29,6 +29,7 @@ import { prepareImport } from "../node/typescript-loader.ts";
 import { envworkerRoot } from "./version.ts";
 import { isPythonModule, pythonFolderTarget, pythonModuleUrl } from "../node/python-envs/load.ts";
 import { catalogSpec, selectCatalog } from "../node/python-envs/catalogs.ts";
+import { readSetting } from "../settings/settings.ts";
 
 export class SpecError extends Error {}
 
@@ -233,7 +234,7 @@ async function loadSpec(spec: string, ctx: Context, files: string[]): Promise<En
   if (configError) throw configError;
   const known = [...(ctx.configEnvs ?? []), ...ctx.shipped].map((e) => e.name);
   throw new SpecError(
-    `unknown environment ${JSON.stringify(spec)}${didYouMean(spec, known)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package (npm, or a Python module of ${process.env.ENVWORKER_PYTHON || "python3"}); known: ${known.join(", ")}`,
+    `unknown environment ${JSON.stringify(spec)}${didYouMean(spec, known)}: not ${ctx.config ? "in " + ctx.config.file + ", not " : ""}a shipped environment, not a file, not an installed package (npm, or a Python module of ${readSetting("ENVWORKER_PYTHON") || "python3"}); known: ${known.join(", ")}`,
   );
 }
 

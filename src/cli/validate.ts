@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { SPECS_HELP, UsageError, environmentsFor } from "./specs.ts";
 import { createLogger, logger, setLogger } from "../server/log.ts";
 import { exampleOf } from "./schema-example.ts";
+import { readSetting } from "../settings/settings.ts";
 
 export interface Check {
   name: string;
@@ -282,7 +283,7 @@ export async function validateCommand(argv: string[], out: (line: string) => voi
       console.error(`envworker validate: --url must be an http(s) URL, got ${JSON.stringify(values.url)}`);
       return 2;
     }
-    const token = process.env.ENVWORKER_TOKEN;
+    const token = readSetting("ENVWORKER_TOKEN");
     if (token) opts.headers = { authorization: `Bearer ${token}` };
     const path = url.pathname.replace(/\/+$/, "");
     const one = /^(.*)\/envs\/([^/]+)$/.exec(path);

@@ -12,7 +12,3 @@ export function isNode(): boolean {
   return !isCloudflareWorkers() && typeof proc?.versions?.node === "string";
 }
 
-export function envVar(name: string): string | undefined {
-  const proc = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
-  return proc?.env?.[name];
-}

@@ -2,6 +2,7 @@
 import { sandboxKindFromEnv } from "../sandbox/kind.ts";
 import type { SandboxKind } from "../sandbox/types.ts";
 import { allowedHosts, allowedOrigins } from "./browser-guards.ts";
+import { readSetting, type SettingName, type SettingsSource } from "../settings/settings.ts";
 
 export interface ServerConfig {
   host: string;
@@ -99,14 +100,14 @@ export const DEFAULT_MAX_MEMORY_MB = 1024;
 /** Default share of one client, percent: four clients filling theirs fill the server. */
 export const DEFAULT_CLIENT_SHARE_PCT = 25;
 
-function percent(env: Record<string, string | undefined>, name: string, fallback: number): number {
+function percent(env: SettingsSource, name: SettingName, fallback: number): number {
   const n = int(env, name, fallback);
-  if (n < 1 || n > 100) throw new Error(`${name} must be a percentage from 1 to 100, got ${JSON.stringify(env[name])}`);
+  if (n < 1 || n > 100) throw new Error(`${name} must be a percentage from 1 to 100, got ${JSON.stringify(readSetting(name, env))}`);
   return n;
 }
 
-function int(env: Record<string, string | undefined>, name: string, fallback: number, min = 0): number {
-  const raw = env[name];
+function int(env: SettingsSource, name: SettingName, fallback: number, min = 0): number {
+  const raw = readSetting(name, env);
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a ${min === 0 ? "non-negative" : "positive"} integer, got ${JSON.stringify(raw)}`);
@@ -114,8 +115,8 @@ function int(env: Record<string, string | undefined>, name: string, fallback: nu
 }
 
 /** A positive number of seconds (fractions allowed: a judge's answer takes seconds, not minutes). */
-function seconds(env: Record<string, string | undefined>, name: string, fallback: number): number {
-  const raw = env[name];
+function seconds(env: SettingsSource, name: SettingName, fallback: number): number {
+  const raw = readSetting(name, env);
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
@@ -140,7 +141,7 @@ function cfConnectingIp(raw: string | undefined): "trust" | "ignore" | undefined
 
 export function configFromEnv(env: Record<string, string | undefined>): ServerConfig {
   return {
-    host: env.HOST || "127.0.0.1",
+    host: readSetting("HOST", env) || "127.0.0.1",
     port: int(env, "PORT", 8000),
     maxEpisodes: int(env, "ENVWORKER_MAX_EPISODES", 10_000),
     idleTimeoutMs: int(env, "ENVWORKER_IDLE_TIMEOUT_S", 600) * 1000,
@@ -150,23 +151,23 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
     maxEpisodeChars: int(env, "ENVWORKER_MAX_EPISODE_CHARS", 1_000_000),
     sandboxConcurrency: int(env, "ENVWORKER_SANDBOX_CONCURRENCY", 0),
     sandbox: sandboxKindFromEnv(env),
-    sandboxAffinity: affinity(env.ENVWORKER_SANDBOX_AFFINITY),
-    token: env.ENVWORKER_TOKEN || undefined,
-    allowedOrigins: allowedOrigins(env.ENVWORKER_ALLOWED_ORIGINS),
-    allowedHosts: allowedHosts(env.ENVWORKER_ALLOWED_HOSTS),
-    cfConnectingIp: cfConnectingIp(env.ENVWORKER_CF_CONNECTING_IP),
+    sandboxAffinity: affinity(readSetting("ENVWORKER_SANDBOX_AFFINITY", env)),
+    token: readSetting("ENVWORKER_TOKEN", env) || undefined,
+    allowedOrigins: allowedOrigins(readSetting("ENVWORKER_ALLOWED_ORIGINS", env)),
+    allowedHosts: allowedHosts(readSetting("ENVWORKER_ALLOWED_HOSTS", env)),
+    cfConnectingIp: cfConnectingIp(readSetting("ENVWORKER_CF_CONNECTING_IP", env)),
     shutdownGraceMs: int(env, "ENVWORKER_SHUTDOWN_GRACE_S", 10) * 1000,
     envTimeoutMs: int(env, "ENVWORKER_ENV_TIMEOUT_S", 30) * 1000,
     maxMemoryBytes: int(env, "ENVWORKER_MAX_MEMORY_MB", DEFAULT_MAX_MEMORY_MB) * 2 ** 20,
     clientShare: percent(env, "ENVWORKER_CLIENT_SHARE", DEFAULT_CLIENT_SHARE_PCT) / 100,
-    envThreads: env.ENVWORKER_ENV_THREADS ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
+    envThreads: readSetting("ENVWORKER_ENV_THREADS", env) ? int(env, "ENVWORKER_ENV_THREADS", 0) : undefined,
     judge: judgeSettingsFromEnv(env),
   };
 }
 
 /** The judge's settings (ENVWORKER_JUDGE_*), or undefined when the operator configured none (ENVWORKER_JUDGE_URL unset). */
 export function judgeSettingsFromEnv(env: Record<string, string | undefined>): JudgeSettings | undefined {
-  const url = env.ENVWORKER_JUDGE_URL?.trim();
+  const url = readSetting("ENVWORKER_JUDGE_URL", env)?.trim();
   if (!url) return undefined;
   let parsed: URL;
   try {
@@ -177,8 +178,8 @@ export function judgeSettingsFromEnv(env: Record<string, string | undefined>): J
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error(`ENVWORKER_JUDGE_URL must be an http(s) URL, got ${JSON.stringify(url)}`);
   return {
     url: url.replace(/\/+$/, ""),
-    model: env.ENVWORKER_JUDGE_MODEL?.trim() || undefined,
-    apiKey: env.ENVWORKER_JUDGE_API_KEY || undefined,
+    model: readSetting("ENVWORKER_JUDGE_MODEL", env)?.trim() || undefined,
+    apiKey: readSetting("ENVWORKER_JUDGE_API_KEY", env) || undefined,
     timeoutMs: seconds(env, "ENVWORKER_JUDGE_TIMEOUT_S", 60) * 1000,
     retries: int(env, "ENVWORKER_JUDGE_RETRIES", 2),
     concurrency: int(env, "ENVWORKER_JUDGE_CONCURRENCY", 32, 1),

@@ -8,6 +8,7 @@
  * own output on stdout (serve's URL list, validate's report) stays clean.
  */
 import { ApiError } from "../env/errors.ts";
+import { readSetting } from "../settings/settings.ts";
 
 export const LOG_LEVELS = ["info", "warn", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -28,7 +29,7 @@ export interface Logger {
 
 /** ENVWORKER_LOG from `vars`, validated; `warn` when unset. */
 export function logLevelFromEnv(vars: Record<string, string | undefined>): LogLevel {
-  const raw = vars.ENVWORKER_LOG;
+  const raw = readSetting("ENVWORKER_LOG", vars);
   if (raw === undefined || raw === "") return "warn";
   if ((LOG_LEVELS as readonly string[]).includes(raw)) return raw as LogLevel;
   throw new Error(`ENVWORKER_LOG must be one of ${LOG_LEVELS.join(", ")}; got ${JSON.stringify(raw)}`);

@@ -35,6 +35,7 @@ import { basename, delimiter, dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { resolve as resolveModule } from "import-meta-resolve";
 import { RUN_DELAY_FILE } from "../sched/run-delay.ts";
+import { readSetting } from "../settings/settings.ts";
 
 export interface NodeProfile {
   kind?: "node";
@@ -117,10 +118,10 @@ export interface ConfineOptions {
 }
 
 /** The opt-in for machines without bubblewrap: sandbox hosts then start without it (README.md "Confinement"). */
-export const UNCONFINED_ENV = "ENVWORKER_UNCONFINED";
+export const UNCONFINED_ENV = "ENVWORKER_UNCONFINED" as const;
 
 function unconfinedAllowed(options: ConfineOptions): boolean {
-  return options.unconfined === true || process.env[UNCONFINED_ENV] === "1";
+  return options.unconfined === true || readSetting(UNCONFINED_ENV) === "1";
 }
 
 /**

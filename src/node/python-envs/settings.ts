@@ -9,6 +9,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isMainThread } from "node:worker_threads";
 import type { ProgramProfile } from "../../wall/confine.ts";
+import { processSettings, readSetting, type SettingsSource } from "../../settings/settings.ts";
 
 export interface PythonSettings {
   /** ENVWORKER_PYTHON (default python3, looked up on PATH). */
@@ -43,16 +44,16 @@ function positive(raw: string | undefined, fallback: number, name: string): numb
   return n;
 }
 
-export function pythonSettings(env: NodeJS.ProcessEnv = process.env): PythonSettings {
+export function pythonSettings(env: SettingsSource = processSettings()): PythonSettings {
   return {
-    python: env.ENVWORKER_PYTHON || "python3",
-    timeoutMs: seconds(env.ENVWORKER_PYTHON_TIMEOUT_S, 20, "ENVWORKER_PYTHON_TIMEOUT_S"),
-    startTimeoutMs: seconds(env.ENVWORKER_PYTHON_START_TIMEOUT_S, 120, "ENVWORKER_PYTHON_START_TIMEOUT_S"),
-    maxMessageBytes: positive(env.ENVWORKER_PYTHON_MAX_MESSAGE_MB, 64, "ENVWORKER_PYTHON_MAX_MESSAGE_MB") * 1024 * 1024,
-    memoryMb: positive(env.ENVWORKER_PYTHON_MEMORY_MB, 4096, "ENVWORKER_PYTHON_MEMORY_MB"),
-    network: env.ENVWORKER_PYTHON_NETWORK === "1",
-    calls: positive(env.ENVWORKER_PYTHON_CALLS, 16, "ENVWORKER_PYTHON_CALLS"),
-    callsPerClient: positive(env.ENVWORKER_PYTHON_CALLS_PER_CLIENT, 2, "ENVWORKER_PYTHON_CALLS_PER_CLIENT"),
+    python: readSetting("ENVWORKER_PYTHON", env) || "python3",
+    timeoutMs: seconds(readSetting("ENVWORKER_PYTHON_TIMEOUT_S", env), 20, "ENVWORKER_PYTHON_TIMEOUT_S"),
+    startTimeoutMs: seconds(readSetting("ENVWORKER_PYTHON_START_TIMEOUT_S", env), 120, "ENVWORKER_PYTHON_START_TIMEOUT_S"),
+    maxMessageBytes: positive(readSetting("ENVWORKER_PYTHON_MAX_MESSAGE_MB", env), 64, "ENVWORKER_PYTHON_MAX_MESSAGE_MB") * 1024 * 1024,
+    memoryMb: positive(readSetting("ENVWORKER_PYTHON_MEMORY_MB", env), 4096, "ENVWORKER_PYTHON_MEMORY_MB"),
+    network: readSetting("ENVWORKER_PYTHON_NETWORK", env) === "1",
+    calls: positive(readSetting("ENVWORKER_PYTHON_CALLS", env), 16, "ENVWORKER_PYTHON_CALLS"),
+    callsPerClient: positive(readSetting("ENVWORKER_PYTHON_CALLS_PER_CLIENT", env), 2, "ENVWORKER_PYTHON_CALLS_PER_CLIENT"),
   };
 }
 

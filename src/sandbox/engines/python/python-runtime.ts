@@ -19,6 +19,7 @@ import { chmodSync, existsSync, mkdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readSetting } from "../../../settings/settings.ts";
 
 /**
  * The zygotes' Python: zygote/ at the package's root, beside src/ and dist/ (core/ both zygotes
@@ -65,7 +66,7 @@ export function defaultVenv(): string | undefined {
 
 /** The Python both zygotes run on (the Python sandbox's, and QuickJS's: quickjs-runtime.ts). */
 export function interpreter(): { executable: string } | { missing: string } {
-  const chosen = process.env.ENVWORKER_SANDBOX_PYTHON;
+  const chosen = readSetting("ENVWORKER_SANDBOX_PYTHON");
   if (chosen) return existsSync(chosen) ? { executable: chosen } : { missing: `ENVWORKER_SANDBOX_PYTHON=${chosen} does not exist` };
   const venv = defaultVenv();
   const executable = venv ? join(venv, "bin", "python") : undefined;
