@@ -84,7 +84,7 @@ beforeAll(async () => {
   chmodSync(tmp, 0o755);
   checkout = join(tmp, "envworker");
   mkdirSync(checkout);
-  for (const f of ["src", "envs", "bin", "scripts", "templates", "package.json", "tsconfig.json", "tsconfig.build.json", "tsconfig.build-worker.json", "tsconfig.worker.json", "README.md"]) {
+  for (const f of ["src", "zygote", "envs", "bin", "scripts", "templates", "package.json", "tsconfig.json", "tsconfig.build.json", "tsconfig.build-worker.json", "tsconfig.worker.json", "README.md"]) {
     cpSync(join(ROOT, f), join(checkout, f), { recursive: true, filter: (p) => !p.includes("/dist/") });
   }
   symlinkSync(join(ROOT, "node_modules"), join(checkout, "node_modules"));
