@@ -1,5 +1,5 @@
 /**
- * Reference solutions of the js-code tasks, used ONLY by the tests (test/envs-js-code.test.ts) to
+ * Reference solutions of the js-code tasks, used ONLY by the tests (test/envs/envs-js-code.test.ts) to
  * check every task's examples and hidden tests. The environment never imports this file, so no
  * prompt or observation can contain it. Solutions are written as a model would write them (source
  * text); those marked `typescript` go through the same type stripping as a model's TypeScript.

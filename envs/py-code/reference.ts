@@ -1,5 +1,5 @@
 /**
- * Reference solutions of the py-code tasks, used ONLY by the tests (test/envs-py-code.test.ts) to
+ * Reference solutions of the py-code tasks, used ONLY by the tests (test/envs/envs-py-code.test.ts) to
  * check every task's examples and hidden tests in the python sandbox. The environment never
  * imports this file, so no prompt or observation can contain it.
  */

@@ -3,7 +3,7 @@
     npx envworker serve ./envs/reverse-text/env.py
 
 Same data (data/*.json), prompt, args and reward as the TypeScript environment, so the two score
-every completion alike (test/python-reverse-text.test.ts compares them). The reward is difflib's
+every completion alike (test/python/python-reverse-text.test.ts compares them). The reward is difflib's
 ratio, which Python has natively (the TypeScript one is src/pycompat/difflib.ts).
 """
 

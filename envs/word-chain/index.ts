@@ -126,7 +126,7 @@ const ASCII_WORD = new RegExp(`(?<![${PY_WORD_CLASS}])[a-zA-Z]+(?![${PY_WORD_CLA
  * above. None of those steps can change which runs are whole words (a dropped `N.` is digits at a
  * line's start cut off by the `.`; `-`, `>`, `.`, newlines and spaces are all non-word characters),
  * so the whole text is processed in three linear passes: a 1 MB reply of 500,000 lines took ~1 s
- * line by line. test/envs-word-chain.test.ts checks this against the line-by-line version.
+ * line by line. test/envs/envs-word-chain.test.ts checks this against the line-by-line version.
  */
 export function parseWordChain(completion: readonly Message[] | string): string[] {
   let response = typeof completion === "string" ? completion : (completion[completion.length - 1]?.content ?? "");

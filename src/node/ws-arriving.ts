@@ -31,7 +31,7 @@ export const READ_BUFFER_OVERHEAD = 256;
  * What ws's receiver holds of the message it is assembling: the reads not yet parsed into a
  * frame, and the fragments done. ws keeps them in private fields (8.x: `_buffers`, `_fragments`,
  * the latter replaced by a new array when a message is whole); no public API tells how many there
- * are. test/ws-arriving.test.ts pins that the installed ws has them.
+ * are. test/runtime/node/ws-arriving.test.ts pins that the installed ws has them.
  */
 export function receiverOf(ws: WebSocket): { buffers: readonly Buffer[]; fragments: readonly Buffer[] } | undefined {
   const r = (ws as unknown as { _receiver?: { _buffers?: unknown; _fragments?: unknown } })._receiver;

@@ -5,7 +5,7 @@
  * Why an exact port rather than "some" similarity: reward functions written against Python
  * (`difflib.SequenceMatcher(None, a, b).ratio()`) are common in RL environments, and a score that
  * differs in the last bit from the Python reference makes rewards incomparable across
- * implementations. `test/difflib.test.ts` checks this file against vectors produced by CPython
+ * implementations. `test/env/difflib.test.ts` checks this file against vectors produced by CPython
  * (`scripts/gen_vectors.py`) with exact float equality.
  *
  * Things that matter for exactness:

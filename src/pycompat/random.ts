@@ -5,7 +5,7 @@
  * Why: environments ported from Python often draw their episodes with `random.Random(seed)`
  * (shuffles, samples, `randint`). Reproducing the very same draws for the same seed lets a
  * TypeScript environment regenerate the Python dataset/episodes bit for bit, and lets results
- * be compared across implementations. `test/random.test.ts` checks every method against vectors
+ * be compared across implementations. `test/env/random.test.ts` checks every method against vectors
  * produced by CPython (`scripts/gen_vectors.py`).
  *
  * Exactness notes:

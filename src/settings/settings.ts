@@ -1,7 +1,7 @@
 /**
  * Settings: every environment variable envworker reads (`ENVWORKER_*`, and `PORT`, `HOST`), named
  * here and read only through `readSetting`. README.md's settings tables list the same names
- * (test/settings-module.test.ts checks both ways, and that nothing else in src/ reads one).
+ * (test/package/settings-module.test.ts checks both ways, and that nothing else in src/ reads one).
  * What a value means, and its checks, stay with what it sets (server/config.ts,
  * node/python-envs/settings.ts, sandbox/kind.ts, …).
  */

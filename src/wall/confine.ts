@@ -534,7 +534,7 @@ function spawnConfined(profile: ConfinementProfile, options: ConfineOptions, com
   // Hosts run at the server's own CPU priority. They ran at niceness +10 for a while: on a busy
   // machine (anything else at the default priority: a trainer, a second test run) that starved
   // them ~10x (a Python host did not start within 60 s beside 6 busy loops on 2 cores), while the
-  // server stayed as responsive without it (test/hostile-code.test.ts: slowest probe 311 ms at load
+  // server stayed as responsive without it (test/hostile/hostile-code.test.ts: slowest probe 311 ms at load
   // ~10 with hosts at +0). A waking server is scheduled promptly by CFS either way.
   const [first, ...rest] = [...limits, ...sandbox, ...command];
   const child = spawn(first!, rest, {

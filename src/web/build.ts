@@ -2,7 +2,7 @@
  * Bundles the browser scripts (the playground's, the viewer's) with esbuild into TypeScript
  * modules under src/web/generated/, each exporting the script as a string. The pages import
  * those modules, so the Workers bundle (wrangler) and Node carry the scripts without a loader or
- * a build step at run time. test/web-assets.test.ts fails when a generated file is stale.
+ * a build step at run time. test/web/web-assets.test.ts fails when a generated file is stale.
  *
  *   npm run build:web
  */

@@ -1,5 +1,5 @@
 /**
- * What every attacker process of test/hostile-memory.test.ts shares (one-byte-pieces.mjs,
+ * What every attacker process of test/hostile/hostile-memory.test.ts shares (one-byte-pieces.mjs,
  * slow-senders.mjs, score-flood.mjs): connections that send something and wait, each counted as
  * "waiting" or by how it was answered (an HTTP status line, "close CODE", "error"), reported as
  * one JSON line once the server has been quiet for HOLD_MS, then every connection closed.

@@ -1,5 +1,5 @@
 /**
- * The machinery of the hack-probe suite (test/hack-probes.test.ts): a probe is an adversarial
+ * The machinery of the hack-probe suite (test/envs/hack-probes.test.ts): a probe is an adversarial
  * policy (a script of model turns, given the episode as reset), played through the environment's
  * real reset and step until the episode ends, or scored through POST /score's scoreItems. Each
  * has the most it may score and what it scores now, with the default args and, where the

@@ -1,5 +1,5 @@
 /**
- * Clients that stop reading their answers (test/hostile-memory.test.ts), from their own process.
+ * Clients that stop reading their answers (test/hostile/hostile-memory.test.ts), from their own process.
  * Usage: node no-readers.mjs ws|http ORIGIN COUNT STEP_CHARS HOLD_MS
  *   ws:   COUNT WebSockets (each from its own address, 127.0.0.10 on) each play a reset and a step of STEP_CHARS characters (so the episode's
  *         state is that large), stop reading, then ask for the state every 3 ms for HOLD_MS.

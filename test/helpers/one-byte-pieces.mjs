@@ -1,6 +1,6 @@
 /**
  * Clients that each send a request body (chunked, one byte per chunk) or a WebSocket text message
- * (one byte per fragment), then wait without finishing it (test/hostile-memory.test.ts). From its
+ * (one byte per fragment), then wait without finishing it (test/hostile/hostile-memory.test.ts). From its
  * own process, like the other attackers. Usage:
  *   node one-byte-pieces.mjs chunked|fragments ORIGIN COUNT PIECES HOLD_MS
  * Once the server has been quiet for HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many

@@ -1,6 +1,6 @@
 /**
  * Clients that each send a js-code `/score` of ITEMS items (default 1,024: ~1 MiB) whose code never
- * ends (test/hostile-memory.test.ts, test/hostile-score.test.ts), from their own process and from
+ * ends (test/hostile/hostile-memory.test.ts, test/hostile/hostile-score.test.ts), from their own process and from
  * their own loopback addresses (the server tells clients apart by address). Usage:
  *   node score-flood.mjs ORIGIN COUNT HOLD_MS LOCAL_ADDRESS[,LOCAL_ADDRESS...] [ITEMS]
  * Connections take the addresses in turn. Once the server has been quiet for HOLD_MS it prints one JSON line,

@@ -1,6 +1,6 @@
 /**
  * Clients that each send all but the last byte of a large request body or WebSocket frame, then
- * wait (test/hostile-memory.test.ts), from their own process: writing hundreds of MB from the test
+ * wait (test/hostile/hostile-memory.test.ts), from their own process: writing hundreds of MB from the test
  * process would stall the probe that measures the server. Usage:
  *   node slow-senders.mjs http|ws ORIGIN COUNT BYTES HOLD_MS
  * Once the server has been quiet for HOLD_MS it prints one JSON line, {"waiting": n, "answers": {...}} (attackers.mjs): how many

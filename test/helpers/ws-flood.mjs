@@ -1,5 +1,5 @@
 /**
- * A WebSocket flood from its own process (test/hostile-memory.test.ts): a real attacker is another
+ * A WebSocket flood from its own process (test/hostile/hostile-memory.test.ts): a real attacker is another
  * machine, and masking hundreds of MB in the test process would stall the probe that measures the
  * server. Usage: node ws-flood.mjs URL SOCKETS MESSAGES BYTES. Opens SOCKETS sockets, sends each
  * MESSAGES `state` messages padded to BYTES, waits for every answer, and prints one JSON line:

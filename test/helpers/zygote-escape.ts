@@ -1,6 +1,6 @@
 /**
- * "A broken engine gains nothing", for a zygote backend (Python: test/python-zygote-escape.test.ts;
- * QuickJS: test/quickjs-zygote-escape.test.ts): a guest that broke out of its engine and of
+ * "A broken engine gains nothing", for a zygote backend (Python: test/sandbox/python-zygote-escape.test.ts;
+ * QuickJS: test/sandbox/quickjs-zygote-escape.test.ts): a guest that broke out of its engine and of
  * WebAssembly into its child's host-side Python (a test-only zygote under test/fixtures/: the real
  * zygote, started through the real launcher and profile, where a run's code that starts with
  * "#escape\n" is such host-side Python) tries everything its process allows, scribbles over its own

@@ -93,7 +93,7 @@ EBADF, ENOSYS, ENOTCAPABLE = 8, 52, 76
 # What QuickJS-NG's JS_NewContext gives that the other engines' guests do not have, removed from the
 # guest context before its prelude runs:
 # - Error.prepareStackTrace: V8-style call sites whose getFunction() handed a guest the functions on
-#   its stack, the prelude's own `run` and `ctl` among them (test/sandbox-attacks.test.ts, "stack-trace
+#   its stack, the prelude's own `run` and `ctl` among them (test/sandbox/sandbox-attacks.test.ts, "stack-trace
 #   hooks"). Without the accessor, an assigned Error.prepareStackTrace is a plain property QuickJS
 #   never calls;
 # - queueMicrotask and performance: host APIs, not ECMAScript (the guest has no timers or clocks of

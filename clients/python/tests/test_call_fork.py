@@ -1,7 +1,7 @@
 """The worker's fork server (envworker._call_fork) and its children's seccomp filter
 (envworker._seccomp), in this process: what a call's child may do to the processes beside it, and
 the zeroing of every buffer that held a call's bytes. The server-level proof is
-test/python-call-isolation.test.ts in the repository."""
+test/python/python-call-isolation.test.ts in the repository."""
 
 import os
 import platform

@@ -2,8 +2,8 @@
 used by the Python zygote and QuickJS's), against real forked children: a result read whole, a run
 stopped at its limit (a sleeping child and a spinning one), QuickJS's grace after the limit, a cancel
 from the server, a child that sends more than its run allows. Pure standard library (Linux /proc);
-the zygotes themselves are tested from vitest (test/sandbox-quickjs-zygote.test.ts,
-test/python-zygote-escape.test.ts, test/run-clock.test.ts)."""
+the zygotes themselves are tested from vitest (test/sandbox/sandbox-quickjs-zygote.test.ts,
+test/sandbox/python-zygote-escape.test.ts, test/sandbox/run-clock.test.ts)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ const MiB = 1024 * 1024;
  * a guideline: its own check runs in V8's garbage collections and in memory-pressure interrupts, so
  * whether a run past it is stopped depends on when V8 collects. Measured: `'x'.repeat(2**23).split('')`
  * (a 64 MB array) succeeds under a 16 MiB limit every time, and at load ~15 `new Array(5e6).fill(1.5)`
- * (40 MB) sometimes did (test/sandbox-limits.test.ts). The slack: V8 holds an array's old and new
+ * (40 MB) sometimes did (test/sandbox/sandbox-limits.test.ts). The slack: V8 holds an array's old and new
  * backing store at once while it changes its representation (40 MB of numbers under 64 MiB holds
  * ~77 MB for a moment), and garbage not yet collected is counted.
  */
