@@ -49,6 +49,7 @@ from core import result as results  # noqa: E402
 from core.channel import Channel  # noqa: E402
 from core.forking import CHILD_MAPPINGS, MiB, Child, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
 from core.run_clock import wait_for_result  # noqa: E402
+from core.serve import ForkServer  # noqa: E402
 
 # The guest's report is one write to fd 1 that starts with this and the zygote's token (guest.py).
 REPORT_MAGIC = b"\x00envworker-report\x00"
@@ -88,7 +89,7 @@ def dying(pid):
 PROBE_CODE = "def f(x):\n    return x * 2\nassert f(2) == 4\na, b = map(int, input().split())\nprint(a + b, [1, 'x'], {'k': 2.5})\nf(21)"
 
 
-class Zygote:
+class Zygote(ForkServer):
     def __init__(self, cwasm):
         self.pid = os.getpid()
         self.engine = wasmtime.Engine(engine.config())
@@ -111,13 +112,9 @@ class Zygote:
                 linker.define_func(imported.module, imported.name, imported.type, lambda *args: ENOSYS)
         self.instance = linker.instantiate(self.store, self.module)
         self.memory = self.instance.exports(self.store)["memory"]
-        self.child = False
         self.probing = None
         self.hot = []
         self.prefault = True
-        self.spare = None
-        # The child of the run under way (while the zygote waits for it).
-        self.current = None
         self.channel = Channel(self.exit)
         # In a child: its request, limits and captured output.
         self.pending = b""
@@ -346,13 +343,6 @@ class Zygote:
 
     # ---- the zygote ---------------------------------------------------------------------------------
 
-    def exit(self):
-        """The server closed its end: the zygote ends, its children first."""
-        for child in (self.spare, self.current):
-            if child:
-                child.reap()
-        os._exit(0)
-
     def serve(self, caller):
         harden.harden_zygote()
         self.base_memory = self.memory.data_len(caller)
@@ -371,19 +361,8 @@ class Zygote:
             return  # in the probe: back into WebAssembly with its sample request
         self.hot = hot
         self.channel.send({"type": "ready", "bytes": rss(), "engineBytes": self.base_memory})
-        queued = []
-        while True:
-            if self.spare is None:
-                self.spare = self.fork()
-                if self.child:
-                    return  # in the new child: back into WebAssembly with its request
-            request, body = queued.pop(0) if queued else self.channel.next(block=True)
-            if request.get("type") != "run":
-                continue  # a cancel for a run already answered
-            reply = self.run(request, body, queued)
-            if self.child:
-                return  # a child forked in place of a dead spare: back into WebAssembly
-            self.channel.send(reply)
+        # Returns in a child: back into WebAssembly with its request.
+        self.serve_runs()
 
     def probe(self):
         """
@@ -424,6 +403,11 @@ class Zygote:
         return Child(pid, request_w, result_r)
 
     def run(self, request, body, queued):
+        reply = self.answer(request, body, queued)
+        if not self.child:
+            self.channel.send(reply)
+
+    def answer(self, request, body, queued):
         rid = request.get("id")
         options = request.get("options") or {}
         limits = {k: options.get(k) if isinstance(options.get(k), int) else v for k, v in DEFAULTS.items()}

@@ -50,6 +50,7 @@ from core import result as results  # noqa: E402
 from core.channel import Channel  # noqa: E402
 from core.forking import CHILD_MAPPINGS, MiB, died, probe_pages, read_exact, report_written, rss, vsize, write_all  # noqa: E402
 from core.run_clock import wait_for_result  # noqa: E402
+from core.serve import ForkServer  # noqa: E402
 from quickjs.qjs_engine import Engine  # noqa: E402
 
 # What the probe runs (Zygote.probe): the shape of a typical small run.
@@ -87,7 +88,7 @@ class Child(forking.Child):
         return status
 
 
-class Zygote:
+class Zygote(ForkServer):
     def __init__(self, cwasm, assets):
         self.pid = os.getpid()
         with open(assets, "r", encoding="utf-8") as f:
@@ -96,19 +97,9 @@ class Zygote:
         layout = self.engine.layout
         self.signal_page = layout.signals_byte - layout.signals_byte % PAGE
         self.signal_offset = layout.signals_byte - self.signal_page
-        self.spare = None
-        # The child of the run under way (while the zygote waits for it).
-        self.current = None
         self.channel = Channel(self.exit)
 
     # ---- the server's side ----------------------------------------------------------------------
-
-    def exit(self):
-        """The server closed its end: the zygote ends, its children first."""
-        for child in (self.spare, self.current):
-            if child:
-                child.reap()
-        os._exit(0)
 
     def serve(self):
         harden.harden_zygote()
@@ -122,14 +113,7 @@ class Zygote:
         gc.disable()
         self.hot = self.probe()
         self.channel.send({"type": "ready", "bytes": rss(), "engineBytes": self.engine.memory.data_len(self.engine.store)})
-        queued = []
-        while True:
-            if self.spare is None:
-                self.spare = self.fork()
-            request, _ = queued.pop(0) if queued else self.channel.next(block=True)
-            if request.get("type") != "run":
-                continue  # a cancel for a run already answered
-            self.run(request, queued)
+        self.serve_runs()
 
     # ---- a child --------------------------------------------------------------------------------
 
@@ -155,14 +139,14 @@ class Zygote:
         pid = os.fork()
         if pid == 0:
             try:
-                self.child(shared, request_r, result_w)
+                self.spare_process(shared, request_r, result_w)
             finally:
                 os._exit(70)
         os.close(request_r)
         os.close(result_w)
         return Child(pid, request_w, result_r, shared)
 
-    def child(self, shared, request_r, result_w):
+    def spare_process(self, shared, request_r, result_w):
         """The spare, then the run's process: never returns."""
         engine = self.engine
         # The page of pending-signal bits becomes the page shared with the zygote (its contents
@@ -194,7 +178,7 @@ class Zygote:
     def interrupt(self, child):
         child.shared[self.signal_offset] = child.shared[self.signal_offset] | self.engine.layout.sigint_mask
 
-    def run(self, request, queued):
+    def run(self, request, _body, queued):
         rid = request.get("id")
         options = request.get("options") or {}
         limits = {k: options[k] for k in ("timeoutMs", "memoryMb", "stackKb", "maxOutputBytes")}
