@@ -77,7 +77,9 @@ describe.skipIf(!available)("reasoning-gym answers that stall their scorer", { t
     // The stalling steps end at their deadline: 0 for a reward that timed out (its error reported).
     for (const s of await stalled) expect(s.status === 200 ? s.body.reward : s.body.error?.details?.reason, JSON.stringify(s.body).slice(0, 300)).toBeOneOf([0, "TIMEOUT"]);
     const slowdown = Math.max(cpuSlowdown(), reads.length ? median(reads) : 1);
+    const shown = `steps (ms): ${steps.map((ms) => ms.toFixed(0)).join(" ")}; load factor ${slowdown.toFixed(2)}`;
+    console.log(`[rg-stall] ${shown}`);
     expect(steps.length, `${steps.length} steps in 10 s at load factor ${slowdown.toFixed(2)}`).toBeGreaterThan(10 / slowdown);
-    expect(Math.max(...steps), `load factor ${slowdown.toFixed(2)}`).toBeLessThan(1500 * slowdown);
+    expect(Math.max(...steps), shown).toBeLessThan(1500 * slowdown);
   });
 });
