@@ -178,8 +178,10 @@ class ChildCall:
 
 
 def run_child(calls: Calls, max_bytes: int) -> Callable[[Optional[Tuple[str, bytearray]]], None]:
+    seccomp = _seccomp.Prepared()
+
     def run(first: Optional[Tuple[str, bytearray]]) -> None:
-        _seccomp.confine_to_self()
+        seccomp.install()
         child = ChildCall(max_bytes, child_frames())
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
