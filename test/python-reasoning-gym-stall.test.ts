@@ -8,12 +8,14 @@
  * Needs reasoning-gym in ENVWORKER_PYTHON's interpreter (the trainers venv has it); skipped, saying so, where it is not.
  */
 import { execFileSync } from "node:child_process";
+import { serverPython } from "./helpers/python-workers.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "./helpers/http.ts";
 import { spawnServe, type ServeProcess } from "./helpers/serve-process.ts";
 import { cpuSlowdown, loadDuring, median } from "./helpers/slowdown.ts";
 
-const python = process.env.ENVWORKER_PYTHON || "python3";
+// The interpreter the server will run its workers on: a python3 they cannot read is passed over.
+const python = serverPython() ?? "python3";
 const available = (() => {
   try {
     execFileSync(python, ["-c", "import reasoning_gym"], { stdio: "ignore", timeout: 120_000 });
