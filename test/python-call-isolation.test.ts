@@ -266,6 +266,7 @@ describe("a Python environment call that runs the model's text reaches only itse
     expect(children()).toBeLessThanOrEqual(workers.length);
     expect(failures).toEqual([]);
     expect(played).toBeGreaterThan(5);
-    expect(slowestMs).toBeLessThan(1500 * cpuSlowdown());
+    const slowdown = cpuSlowdown();
+    expect(slowestMs, `load factor ${slowdown.toFixed(2)}`).toBeLessThan(1500 * slowdown);
   }, 180_000);
 });
