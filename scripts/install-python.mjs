@@ -94,6 +94,7 @@ if (!installed) {
   say(`making the Python sandbox's venv with ${base} in ${venv}`);
   const made = run(base, ["-m", "venv", venv]);
   if (made.status !== 0) skip(`${base} -m venv failed: ${(made.stderr || made.error?.message || "").trim().split("\n").slice(-1)[0]}`);
+  say(`installing ${REQUIREMENTS.join(", ")} from PyPI into it (a minute or two; nothing is printed meanwhile)`);
   const pip = run(python, ["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--quiet", ...REQUIREMENTS]);
   if (pip.status !== 0) {
     rmSync(venv, { recursive: true, force: true });
@@ -104,6 +105,7 @@ if (!installed) {
 // Precompile (also when the venv was there: a new engine.py may want another .cwasm). Where it
 // fails, the server compiles it before its first zygote instead.
 const cache = join(modules, ".cache", "envworker-cwasm");
+say("precompiling the Python and QuickJS sandboxes' interpreters for wasmtime (up to a minute on a busy machine)");
 const compiled = run(python, ["-I", "-B", engine, "prepare", cache]);
 if (compiled.status !== 0) say(`could not precompile the Python interpreter (the server will, at its first Python run): ${(compiled.stderr || "").trim().split("\n").slice(-1)[0]}`);
 else say(`the Python sandbox is ready: ${JSON.parse(compiled.stdout).cwasm}`);

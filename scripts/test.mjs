@@ -6,7 +6,8 @@
 // `npm test --` go to vitest.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
+import { loadSummary, slowestFiles, vitestFailures } from "./test-summary.mjs";
 import { join } from "node:path";
 
 // vitest also writes a JSON report here, so the failures can be listed again at the very end:
@@ -54,6 +55,18 @@ function runScript({ script, stream, forwardArgs, extraArgs = [], env }) {
   });
 }
 
+// The machine's load over the run, read every few seconds: a bound scaled by load that failed is
+// read against it (the summary says so), and a slow run says why it was slow.
+const loads = [];
+const readLoad = () => {
+  try {
+    loads.push(Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0]));
+  } catch {
+    // Not Linux: no load figures.
+  }
+};
+readLoad();
+const loadTimer = setInterval(readLoad, 5000);
 const running = halves.map((h) => runScript(h));
 const outcomes = [];
 for (const [i, h] of halves.entries()) {
@@ -62,27 +75,22 @@ for (const [i, h] of halves.entries()) {
   outcomes.push(outcome);
 }
 
-/** vitest's failed files and tests, from its JSON report, each with the first lines of its error. */
-function vitestFailures() {
-  let report;
+function vitestReportRead() {
   try {
-    report = JSON.parse(readFileSync(vitestReport, "utf8"));
+    return JSON.parse(readFileSync(vitestReport, "utf8"));
   } catch {
-    return ["  (vitest wrote no report: it stopped before the end)"];
+    return undefined;
   }
-  const firstLines = (text) => String(text ?? "").split("\n").slice(0, 6).map((l) => `      ${l}`);
-  const lines = [];
-  for (const file of report.testResults ?? []) {
-    const name = file.name.replace(`${process.cwd()}/`, "");
-    const failed = (file.assertionResults ?? []).filter((t) => t.status === "failed");
-    if (file.status === "failed" && failed.length === 0) lines.push(`  ${name}`, ...firstLines(file.message));
-    for (const t of failed) lines.push(`  ${name} > ${t.fullName}`, ...firstLines(t.failureMessages?.[0]));
-  }
-  return lines;
 }
 
+clearInterval(loadTimer);
+const report = vitestReportRead();
 console.log("\nnpm test:");
 for (const o of outcomes) console.log(`  ${o.ok ? "ok  " : "FAIL"} ${o.script.padEnd(12)} ${o.status}, ${o.seconds.toFixed(0)} s`);
-if (!outcomes[0].ok) console.log("\nvitest's failures:\n" + vitestFailures().join("\n"));
+const load = loadSummary(loads, availableParallelism());
+console.log(`  the machine's load averaged ${load} over the run`);
+const slowest = slowestFiles(report, process.cwd());
+if (slowest.length > 0) console.log("\nthe slowest vitest files:\n" + slowest.join("\n"));
+if (!outcomes[0].ok) console.log("\nvitest's failures:\n" + vitestFailures(report, process.cwd(), load).join("\n"));
 rmSync(reportDir, { recursive: true, force: true });
 process.exitCode = outcomes.every((o) => o.ok) ? 0 : 1;

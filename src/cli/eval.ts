@@ -36,7 +36,7 @@ Roll ENV out against an OpenAI-compatible chat-completions model and report rewa
 shipped environment's name, a module (./src/index.ts), an installed package, or the name of an
 environment of the project's config (envworker.config.ts or package.json "envworker"); without
 ENV, the project's environment when its config lists exactly one. With --url, ENV is the name of
-an environment of that server (ENV may be left out only in process).
+an environment of that server, which may be left out when the server serves one.
 
 model:
   -m, --model NAME             model name (default gpt-4.1-mini)
@@ -251,6 +251,23 @@ function joinNegativeValues(argv: readonly string[]): string[] {
   return out;
 }
 
+/**
+ * ENV when --url is given without it (nor a URL that names it, `.../envs/NAME`): the server's only
+ * environment; a server with several is asked which, with their names.
+ */
+async function serverEnvironment(origin: string, token: string | undefined): Promise<string> {
+  let names: string[];
+  try {
+    const res = await fetch(new URL("envs", origin.endsWith("/") ? origin : `${origin}/`), { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(30_000) });
+    const body = (await res.json()) as { envs?: { name?: unknown }[] };
+    names = (body.envs ?? []).map((e) => String(e.name));
+  } catch (err) {
+    throw new EvalUsageError(`which environment of the server? give ENV (the server's list at ${origin} could not be read: ${(err as Error).message})`);
+  }
+  if (names.length === 1) return names[0]!;
+  throw new EvalUsageError(`which environment of the server? give ENV: it serves ${names.length > 20 ? `${names.length}, among them ${names.slice(0, 20).join(", ")}` : names.join(", ")}`);
+}
+
 async function run(argv: string[], io: Resolved): Promise<number> {
   const { values, positionals } = parseArgs({ args: joinNegativeValues(argv), options: OPTIONS, allowPositionals: true });
   if (values.help) {
@@ -258,7 +275,6 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     return 0;
   }
   if (positionals.length > 1) throw new EvalUsageError(`one environment at a time, got ${positionals.join(", ")}`);
-  if (positionals.length === 0 && values.url !== undefined) throw new EvalUsageError("which environment of the server? give ENV");
   let envName = positionals[0] ?? "";
 
   const model = values.model ?? "gpt-4.1-mini";
@@ -298,6 +314,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     let origin: string;
     try {
       const u = new URL(values.url);
+      if (!envName) envName = /\/envs\/([a-z0-9][a-z0-9-]*)\/?$/.exec(u.pathname)?.[1] ?? "";
       if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("not http(s)");
       // The server's base URL is wanted; forgive one that already ends with /envs/ENV.
       u.pathname = u.pathname.replace(/\/+$/, "").replace(new RegExp(`/envs/${envName.replace(/[^a-z0-9-]/g, "")}$`), "");
@@ -310,6 +327,7 @@ async function run(argv: string[], io: Resolved): Promise<number> {
     const tokenVar = values["url-token-var"] ?? "ENVWORKER_TOKEN";
     const token = io.env[tokenVar];
     if (values["url-token-var"] !== undefined && !token) throw new EvalUsageError(`--url-token-var: ${tokenVar} is not set`);
+    if (!envName) envName = await serverEnvironment(origin, token);
     const remote = new RemoteDriver(origin, envName, { retry, headers: token ? { authorization: `Bearer ${token}` } : {} });
     try {
       const meta = await remote.metadata(AbortSignal.timeout(30_000));

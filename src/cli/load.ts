@@ -177,7 +177,9 @@ async function importModule(url: string, spec: string): Promise<Environment[]> {
   try {
     envs = await importEnvironments(url);
   } catch (err) {
-    throw new SpecError(`${spec}: ${describeLoadError(err, url.startsWith("file:") ? fileURLToPath(url) : undefined)}`);
+    // A Python target's module (src/python/served.ts?target=...) is not the author's: its error says where.
+    const file = url.startsWith("file:") && !new URL(url).searchParams.has("target") ? fileURLToPath(url) : undefined;
+    throw new SpecError(`${spec}: ${describeLoadError(err, file)}`);
   }
   // An author's module: what would fail every reset (an empty dataset) is said now, not to the first client.
   const problems = envs.flatMap(datasetProblems);

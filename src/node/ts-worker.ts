@@ -14,10 +14,11 @@ const BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
 // Work in these threads (environment code, sandboxed guests) may spin until its deadline: it runs
 // at a lower CPU priority than the thread that serves I/O, so on a busy machine the server keeps
-// answering. Linux: a thread's id names it to setpriority.
+// answering. An I/O thread (workerData.__nice 0) serves pipes and deadlines at the server's own:
+// a thread starts at its creator's, and only root may raise it back. Linux: a thread's id names it to setpriority.
 try {
   const tid = Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop());
-  if (tid > 0) require("node:os").setPriority(tid, 10);
+  if (tid > 0) require("node:os").setPriority(tid, workerData.__nice ?? 10);
 } catch {}
 (async () => {
   if (workerData.__tsx) try {
@@ -46,9 +47,12 @@ function tsx(): string {
 
 /**
  * Start a worker thread running `entry` (a file URL, `.ts` or `.js`). `workerData` reaches the
- * entry as `workerData` (two keys starting with `__` are the bootstrap's).
+ * entry as `workerData` (keys starting with `__` are the bootstrap's). `io: true` for a thread that
+ * only serves I/O: it keeps the server's CPU priority, and so do the processes it starts.
  */
-export function startWorker(entry: URL, options: WorkerOptions & { workerData?: Record<string, unknown> } = {}): Worker {
-  const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: /\.[cm]?tsx?$/.test(entry.pathname) ? tsx() : undefined };
+export function startWorker(entry: URL, options: WorkerOptions & { workerData?: Record<string, unknown>; io?: boolean } = {}): Worker {
+  const { io, ...rest } = options;
+  options = rest;
+  const data = { ...(options.workerData ?? {}), __entry: entry.href, __tsx: /\.[cm]?tsx?$/.test(entry.pathname) ? tsx() : undefined, __nice: io ? 0 : 10 };
   return new Worker(BOOTSTRAP, { ...options, eval: true, workerData: data });
 }

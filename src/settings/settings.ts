@@ -52,6 +52,7 @@ export const SETTINGS = [
   // The zygotes' interpreter (sandbox/engines/python/python-runtime.ts; scripts/install-python.mjs).
   "ENVWORKER_SANDBOX_PYTHON",
   "ENVWORKER_REQUIRE_PYTHON",
+  "ENVWORKER_SKIP_PYTHON",
 ] as const;
 
 export type SettingName = (typeof SETTINGS)[number];

@@ -441,6 +441,26 @@ describe("envworker eval --url", () => {
     expect(server.store.size).toBe(0);
   });
 
+  it("takes ENV from the server when it serves one, or from a URL that names it; a server of several is asked which, by name", async () => {
+    const one = await startServer(environments.filter((e) => e.name === "reverse-text"), { port: 0 });
+    try {
+      fake.setModel(rightReverse);
+      const r = await run(["-n", "2", "-r", "1", "--url", one.url]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`Environment: reverse-text (${one.url})\n`);
+      expect(r.stdout).toContain("reward: avg - 1.000");
+    } finally {
+      await one.close();
+    }
+    const named = await run(["-n", "1", "-r", "1", "--url", `${server.url}/envs/reverse-text`]);
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout).toContain("Environment: reverse-text (");
+    const several = await run(["-n", "1", "--url", server.url]);
+    expect(several.code).toBe(2);
+    expect(several.stderr).toContain("which environment of the server? give ENV: it serves");
+    expect(several.stderr).toContain("reverse-text");
+  });
+
   it("runs concurrently against the server", async () => {
     fake.setModel(rightReverse);
     const r = await run(["reverse-text", "-n", "5", "-r", "4", "-c", "8", "--url", `${server.url}/envs/reverse-text/`]);

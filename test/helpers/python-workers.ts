@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { processTree } from "../../src/wall/process-memory.ts";
+import { pythonInterpreter, pythonSettings } from "../../src/node/python-envs/settings.ts";
 /**
  * The interpreter the tests' Python environment workers run on: `python3`, the first one on PATH
  * the workers' own user can read (src/node/python-envs/settings.ts). Not the ENVWORKER_PYTHON of the
@@ -31,4 +32,17 @@ export function pythonWorkers(pid: number, target: string): number[] {
       return false;
     }
   });
+}
+
+/**
+ * The interpreter a server started with this environment runs its Python workers on (ENVWORKER_PYTHON,
+ * or the first python3 on PATH they can read: src/python/settings.ts), or undefined when there is none:
+ * a test asks it, not `python3`, whether a package is there.
+ */
+export function serverPython(): string | undefined {
+  try {
+    return pythonInterpreter(pythonSettings().python).executable;
+  } catch {
+    return undefined;
+  }
 }

@@ -10,10 +10,12 @@
  * has it); skipped, saying so, where it is not.
  */
 import { execFileSync } from "node:child_process";
+import { serverPython } from "../helpers/python-workers.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnServe, type ServeProcess } from "../helpers/serve-process.ts";
 
-const python = process.env.ENVWORKER_PYTHON || "python3";
+// The interpreter the server will run its workers on: a python3 they cannot read is passed over.
+const python = serverPython() ?? "python3";
 function hasReasoningGym(): boolean {
   try {
     execFileSync(python, ["-c", "import reasoning_gym"], { stdio: "ignore", timeout: 120_000 });

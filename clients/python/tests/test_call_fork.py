@@ -37,8 +37,10 @@ class SeccompTest(unittest.TestCase):
     def test_a_child_may_signal_and_relimit_only_itself(self):
         parent = os.getpid()
 
+        prepared = _seccomp.Prepared()  # built in the parent, as the fork server does
+
         def probe():
-            _seccomp.confine_to_self()
+            prepared.install()
             seen = []
             for name, call in [
                 ("kill parent", lambda: os.kill(parent, 0)),
@@ -60,6 +62,15 @@ class SeccompTest(unittest.TestCase):
             "kill parent: refused; kill group: refused; kill all: refused; prlimit parent: refused; kill self: ok; prlimit self: ok",
         )
         os.kill(parent, 0)  # this process is untouched by its child's filter
+
+    def test_a_prepared_filter_is_the_childs_own_once_installed(self):
+        prepared = _seccomp.Prepared()
+
+        def installed():
+            prepared.install()
+            return repr([(f.code, f.jt, f.jf, f.k) for f in prepared.filters]) == repr(_seccomp.program(os.getpid()))
+
+        self.assertEqual(in_child(lambda: str(installed())), "True")
 
 
 class BuffersTest(unittest.TestCase):

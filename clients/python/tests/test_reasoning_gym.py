@@ -263,10 +263,28 @@ class Missing(unittest.TestCase):
         )
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         self.assertNotEqual(proc.returncode, 0)
-        self.assertIn("reasoning-gym is not installed in this Python", proc.stderr)
-        self.assertIn(f"{sys.executable} -m pip install reasoning-gym", proc.stderr)
+        self.assertIn(f"reasoning-gym is not installed in {sys.executable}", proc.stderr)
+        self.assertIn("SetupError", proc.stderr)  # shown as its message alone by the worker
         self.assertIn("ENVWORKER_PYTHON", proc.stderr)
+        # pip into this Python where it may install; else (PEP 668) a venv every user can read.
+        self.assertIn(f"{sys.executable} -m pip install reasoning-gym" if sys.prefix != sys.base_prefix else "reasoning-gym", proc.stderr)
 
+    @unittest.skipIf(MISSING, MISSING)
+    def test_the_hint_never_says_pip_into_a_python_that_refuses_it(self) -> None:
+        import shutil
+        import sysconfig
+        from unittest import mock
+
+        stdlib = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, stdlib)
+        with mock.patch.object(sysconfig, "get_path", lambda name: stdlib), mock.patch.object(sys, "prefix", sys.base_prefix):
+            plain = catalog.install_hint("/opt/py/bin/python")
+            open(os.path.join(stdlib, "EXTERNALLY-MANAGED"), "w").close()
+            managed = catalog.install_hint("/usr/bin/python3")
+        self.assertIn("`/opt/py/bin/python -m pip install reasoning-gym`", plain)
+        self.assertNotIn("-m pip install", managed)
+        self.assertIn("`/usr/bin/python3 -m venv /opt/envworker-python && /opt/envworker-python/bin/pip install reasoning-gym`", managed)
+        self.assertIn("export ENVWORKER_PYTHON=/opt/envworker-python/bin/python", managed)
 
 if __name__ == "__main__":
     unittest.main()

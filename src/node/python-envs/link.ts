@@ -65,6 +65,8 @@ export class PythonLink {
     this.syncPort = sync.port1;
     this.asyncPort = async.port1;
     this.worker = startWorker(siblingModule("io-thread", import.meta.url), {
+      // Its worker process's calls start at the server's priority; one that runs long yields (envworker/_call_fork.py).
+      io: true,
       // The main thread's worker serves the loading (a handshake, the datasets' check) and little
       // after it (environment threads have their own): it is not kept idle.
       workerData: { target, settings, idleMs: isMainThread ? MAIN_THREAD_IDLE_MS : 0, syncPort: sync.port2, asyncPort: async.port2, flag: this.flag },

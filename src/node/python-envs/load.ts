@@ -10,7 +10,7 @@ import { filesStamp } from "../source-files.ts";
 import type { Environment } from "../../env/environment.ts";
 import { pythonEnvironment } from "./environment.ts";
 import { linkFor } from "./link.ts";
-import { clientSource, pythonInterpreter, pythonSettings } from "./settings.ts";
+import { clientSource, describeInterpreter, pythonInterpreter, pythonSettings } from "./settings.ts";
 
 /** The environments `target` exposes, each calling its worker (one per target and thread). */
 export async function pythonEnvironments(target: string): Promise<Environment[]> {
@@ -34,6 +34,7 @@ export function stampedUrl(target: string): string | undefined {
  * to load (served.ts), as a TypeScript module's thread does (src/node/source-files.ts).
  */
 export function pythonModuleUrl(target: string): string {
+  announceInterpreter();
   const here = import.meta.url;
   const served = new URL(here.endsWith(".ts") ? "./served.ts" : "./served.js", here);
   served.searchParams.set("target", target);
@@ -41,6 +42,19 @@ export function pythonModuleUrl(target: string): string {
   const stamp = at === undefined ? undefined : filesStamp(at, PYTHON_CODE);
   if (stamp !== undefined) served.searchParams.set("files", stamp);
   return served.href;
+}
+
+let announced = false;
+
+/** Says once, on stderr, which interpreter the Python workers run on and why (a server that has none says so at the load). */
+function announceInterpreter(): void {
+  if (announced) return;
+  announced = true;
+  try {
+    console.error(describeInterpreter());
+  } catch {
+    // No usable interpreter: the worker's start says why, for the environment that needs it.
+  }
 }
 
 /**

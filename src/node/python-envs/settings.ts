@@ -7,7 +7,6 @@ import { execFileSync } from "node:child_process";
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isMainThread } from "node:worker_threads";
 import type { ProgramProfile } from "../../wall/confine.ts";
 import { processSettings, readSetting, type SettingsSource } from "../../settings/settings.ts";
 
@@ -79,17 +78,29 @@ function candidates(name: string): string[] {
   return found;
 }
 
-/** A worker runs as a uid of its own when the server is root: it can read only what every user can. */
-function othersCanRead(path: string): boolean {
-  if (process.getuid?.() !== 0) return true;
+/**
+ * Why a worker could not read `path` (a uid of its own when the server is root: it reads only what
+ * every user may), or undefined when it can: the first folder above it others cannot enter, or the
+ * path itself.
+ */
+export function unreadableBecause(path: string, withFix = false): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  let real: string;
   try {
-    let p = realpathSync(path);
-    if ((statSync(p).mode & 0o004) === 0) return false;
-    for (p = dirname(p); p !== "/"; p = dirname(p)) if ((statSync(p).mode & 0o001) === 0) return false;
-    return true;
+    real = realpathSync(path);
   } catch {
-    return false;
+    return `${path} does not exist`;
   }
+  const mode = (q: string) => (statSync(q).mode & 0o777).toString(8).padStart(4, "0");
+  // The folders above the path as given (a symlink's own) and above what it points to.
+  const above = new Set<string>();
+  for (const p of [path, real]) for (let q = dirname(p); q !== "/" && q !== "."; q = dirname(q)) above.add(q);
+  for (const q of [...above].sort((a, b) => a.length - b.length)) {
+    if ((statSync(q).mode & 0o001) === 0) return `${q} is ${mode(q)}: others cannot enter it${withFix ? ` (chmod o+x ${q})` : ""}`;
+  }
+  const st = statSync(real);
+  if ((st.mode & 0o004) === 0 || (st.isDirectory() && (st.mode & 0o001) === 0)) return `${real} is ${mode(real)}: others cannot read it${withFix ? ` (chmod ${st.isDirectory() ? "-R " : ""}o+rX ${real})` : ""}`;
+  return undefined;
 }
 
 export interface Interpreter {
@@ -97,6 +108,10 @@ export interface Interpreter {
   executable: string;
   /** What it reads: its prefixes and sys.path (real paths). */
   readable: string[];
+  /** Its version, "3.11". */
+  version: string;
+  /** Why this one, in a line: how it was named, and the ones passed over with why. */
+  why: string;
 }
 
 const interpreters = new Map<string, Interpreter>();
@@ -104,7 +119,8 @@ const interpreters = new Map<string, Interpreter>();
 /**
  * The interpreter ENVWORKER_PYTHON names, asked once for where it is and what it reads. A `python3`
  * the worker's own user could not read (pyenv's under /root, when the server runs as root) is passed
- * over for the next one on PATH, saying so; a path given in ENVWORKER_PYTHON is taken as it is.
+ * over for the next one on PATH, saying so (describeInterpreter); a path given in ENVWORKER_PYTHON
+ * is taken as it is, or refused in a line that says what to do.
  */
 export function pythonInterpreter(name: string): Interpreter {
   const known = interpreters.get(name);
@@ -118,22 +134,32 @@ export function pythonInterpreter(name: string): Interpreter {
     );
     const [executable, version, paths] = JSON.parse(out) as [string, [number, number], string[]];
     if (version[0]! < 3 || (version[0] === 3 && version[1]! < 10)) throw new Error(`${candidate} is Python ${version.join(".")}; Python environments need 3.10 or newer (set ENVWORKER_PYTHON)`);
-    if (!othersCanRead(executable)) {
+    const blocked = unreadableBecause(executable);
+    if (blocked) {
       if (!name.includes("/")) {
-        skipped.push(executable);
+        skipped.push(`${executable} (${blocked})`);
         continue;
       }
-      throw new Error(
-        `ENVWORKER_PYTHON=${name} (${executable}) cannot be read by the Python workers' own user (the server runs as root, the workers as users of their own): make it and the folders above it readable by others (chmod o+rX), or use a Python outside /root (a venv under /opt)`,
-      );
+      throw new Error(`ENVWORKER_PYTHON=${name} (${executable}) cannot be read by the Python workers' own user (the server runs as root, each worker as a user of its own): ${blocked}. ${VENV_HINT}`);
     }
-    const readable = [realpathSync(executable), executable, ...paths.filter((p) => existsSync(p) && othersCanRead(p)).map((p) => realpathSync(p))];
-    if (skipped.length > 0 && isMainThread) console.warn(`envworker: ${skipped.join(", ")} cannot be read by the Python workers' own user; using ${executable} (set ENVWORKER_PYTHON to choose)`);
-    const found = { executable, readable: [...new Set(readable)] };
+    const readable = [realpathSync(executable), executable, ...paths.filter((p) => existsSync(p) && unreadableBecause(p) === undefined).map((p) => realpathSync(p))];
+    const how = name.includes("/") ? `ENVWORKER_PYTHON=${name}` : `${name}, the first on PATH ${process.getuid?.() === 0 ? "the workers' own user can read" : ""}`.trim();
+    const why = skipped.length > 0 ? `${how}; passed over ${skipped.join(", ")}` : readSetting("ENVWORKER_PYTHON") ? how : `${how} (ENVWORKER_PYTHON chooses another)`;
+    const found = { executable, readable: [...new Set(readable)], version: version.join("."), why };
     interpreters.set(name, found);
     return found;
   }
-  throw new Error(`no ${name} on PATH can be read by the Python workers' own user (the server runs as root): ${skipped.join(", ")}; set ENVWORKER_PYTHON to a Python 3.10+ every user can read`);
+  throw new Error(`no ${name} on PATH can be read by the Python workers' own user (the server runs as root, each worker as a user of its own): ${skipped.join(", ")}. ${VENV_HINT}`);
+}
+
+/** What to do when the Python a root user has is under /root (pyenv, conda, a venv there). */
+const VENV_HINT =
+  "Make a venv every user can read and name it: `/usr/bin/python3 -m venv /opt/envworker-python && /opt/envworker-python/bin/pip install <your packages>`, then `export ENVWORKER_PYTHON=/opt/envworker-python/bin/python` (Debian: apt-get install python3-venv)";
+
+/** The line a server says at start when it serves Python environments: which interpreter, and why. */
+export function describeInterpreter(settings: PythonSettings = pythonSettings()): string {
+  const i = pythonInterpreter(settings.python);
+  return `envworker: Python environments run on ${i.executable} (Python ${i.version}): ${i.why}`;
 }
 
 /**
@@ -170,9 +196,8 @@ export function workerProfile(target: string, settings: PythonSettings): Program
       const readable = [...files, src];
       if (target.startsWith("/")) {
         const dir = existsSync(target) && !target.endsWith(".py") ? target : dirname(target);
-        if (!othersCanRead(target)) {
-          throw new Error(`${target} cannot be read by the Python worker's own user (the server runs as root, and the worker as a user of its own): make it and the folders above it readable by others (chmod o+rX), or move it`);
-        }
+        const blocked = unreadableBecause(target, true);
+        if (blocked) throw new Error(`${target} cannot be read by the Python workers' own user (the server runs as root, each worker as a user of its own): ${blocked}. Move it where every user may read it (under /opt or /srv), or run what the parentheses say`);
         readable.push(dir);
       }
       return { executable, args: ["-I", "-B", "-c", BOOT(src), target, String(settings.maxMessageBytes)], readable: [...new Set(readable)] };

@@ -20,7 +20,7 @@ from .errors import EnvworkerConnectionError, EnvworkerError
 from .group import DEFAULT_EPS, group_advantages, run_group
 # The authoring API (envworker.authoring), importable from here. Left out of __all__: verifiers
 # v1 looks through __all__ for a taskset's classes, and these are not.
-from .authoring import ArgsError, Environment, Example, GenerateContext, Reply, Reward, RunResult, Sandbox, Tool, Turn, tool
+from .authoring import ArgsError, Environment, Example, GenerateContext, Reply, Reward, RunResult, Sandbox, SetupError, Tool, Turn, tool
 from .types import EnvInfo, EpisodeResult, ExamplesPage, GroupResult, ListedExample, Observation, ScoreResult, State, StepResult
 
 __version__ = "0.1.0"

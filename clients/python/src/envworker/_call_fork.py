@@ -56,6 +56,13 @@ RECOLLAPSE_S = 5.0
 #: reads its child's waits for a CPU): most calls are answered first, and spare the server a message.
 STARTED_AFTER_S = 0.05
 
+#: A call still running after this long runs at a lower CPU priority (niceness YIELD_BY more): short
+#: calls, another client's step among them, then win a busy CPU from a client's stalling answers.
+#: Its deadline is on the run clock, which does not count time spent waiting for a CPU. (A child
+#: cannot undo it: raising a priority needs a privilege it has not.)
+YIELD_AFTER_S = 0.5
+YIELD_BY = 10
+
 #: The descriptors a child keeps: its requests (sandbox results) on 0, stderr on 1 and 2 (the
 #: environment's print()), its frames to this process on 3.
 CHILD_IN, CHILD_OUT = 0, 3
@@ -104,6 +111,7 @@ class _Child:
         #: When its call was handed over; its `started` is sent once it has run STARTED_AFTER_S.
         self.since = 0.0
         self.told = False
+        self.yielded = False
         self.out = _Out(to_child)
         self.reader = FrameReader(from_child, max_bytes)
 
@@ -180,15 +188,24 @@ class ForkServer:
     def _timeout(self) -> Optional[float]:
         """How long the loop may sleep: until a child is to be reaped or a call is to be said started."""
         waits = [0.02] if self.dying else []
-        waits += [max(0.0, c.since + STARTED_AFTER_S - time.perf_counter()) for c in self.children.values() if not c.told]
+        now = time.perf_counter()
+        waits += [max(0.0, c.since + STARTED_AFTER_S - now) for c in self.children.values() if not c.told]
+        waits += [max(0.0, c.since + YIELD_AFTER_S - now) for c in self.children.values() if not c.yielded]
         return min(waits) if waits else None
 
     def _tell_started(self) -> None:
+        """Says which process runs each call past STARTED_AFTER_S; lowers the priority of those past YIELD_AFTER_S."""
         now = time.perf_counter()
         for child in self.children.values():
             if not child.told and now - child.since >= STARTED_AFTER_S:
                 child.told = True
                 self.send({"t": "started", "id": child.call, "pid": child.pid})
+            if not child.yielded and now - child.since >= YIELD_AFTER_S:
+                child.yielded = True
+                try:
+                    os.setpriority(os.PRIO_PROCESS, child.pid, min(19, os.getpriority(os.PRIO_PROCESS, child.pid) + YIELD_BY))
+                except OSError:
+                    pass  # it has just ended
 
     def _want_writes(self) -> None:
         def want(fd: int, writing: bool, reading: bool, data: Any) -> None:

@@ -171,6 +171,11 @@ class ArgsError(ValueError):
     """Arguments that do not fit the environment's ``args`` dataclass."""
 
 
+class SetupError(ImportError):
+    """Raised while a module loads when something it needs is missing (a package, a file): the
+    server shows its message alone, which should say what to run, not a traceback."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Type hints as JSON Schema (args and tool parameters)
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from . import _seccomp
 from ._call_fork import CHILD_IN, ForkServer, child_frames
 from ._frames import answer, encode, finite, frame, read_frame
-from .authoring import Environment, Sandbox, Turn, completion_text
+from .authoring import Environment, Sandbox, SetupError, Turn, completion_text
 
 PROTOCOL = 2
 
@@ -178,8 +178,10 @@ class ChildCall:
 
 
 def run_child(calls: Calls, max_bytes: int) -> Callable[[Optional[Tuple[str, bytearray]]], None]:
+    seccomp = _seccomp.Prepared()
+
     def run(first: Optional[Tuple[str, bytearray]]) -> None:
-        _seccomp.confine_to_self()
+        seccomp.install()
         child = ChildCall(max_bytes, child_frames())
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
@@ -219,6 +221,9 @@ def main(argv: Optional[List[str]] = None) -> None:
         envs = load_target(target)
         specs = [e.spec() for e in envs]
         hello = encode({"protocol": PROTOCOL, "pid": os.getpid(), "envs": specs}, max_bytes)
+    except SetupError as err:
+        fail(str(err))  # it says what to run: a traceback would bury that
+        return
     except BaseException as err:  # noqa: BLE001 (anything the author's module raises is its load error)
         fail("".join(traceback.format_exception(type(err), err, err.__traceback__)))
         return

@@ -32,6 +32,7 @@ with one ``PYTHONHASHSEED``. envworker's Python workers run with ``PYTHONHASHSEE
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -40,11 +41,13 @@ import os
 import random
 import re
 import sys
+import sysconfig
 import tempfile
+import warnings
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..authoring import ArgsError, Environment, Example, Reward
+from ..authoring import ArgsError, Environment, Example, Reward, SetupError
 from ._config_args import ConfigField, args_class, config_fields, config_kwargs
 from ._hardened import HARDENED
 
@@ -76,11 +79,18 @@ HASH_DEPENDENT = frozenset({"isomorphic_strings", "knight_swap", "polynomial_mul
 MAX_DATASETS = 64
 MAX_ENTRIES = 1024
 
-INSTALL_HINT = (
-    "reasoning-gym is not installed in this Python ({python}). envworker runs Python environments with "
-    "the interpreter ENVWORKER_PYTHON names (default python3): install it there with "
-    "`{python} -m pip install reasoning-gym`, or point ENVWORKER_PYTHON at a Python that has it."
-)
+def install_hint(python: str = sys.executable) -> str:
+    """What to run when reasoning-gym is missing from the workers' interpreter, in one line: pip into
+    it, or, where pip may not install (PEP 668: Debian's python3), a venv every user can read."""
+    head = f"reasoning-gym is not installed in {python}, the Python the workers run on (ENVWORKER_PYTHON; the server's first line says why this one)"
+    managed = os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")) and sys.prefix == sys.base_prefix
+    if not managed:
+        return f"{head}: install it there with `{python} -m pip install reasoning-gym`, or set ENVWORKER_PYTHON to a Python that has it"
+    return (
+        f"{head}, and pip may not install into that one (PEP 668): make a venv every user can read and name it: "
+        f"`{python} -m venv /opt/envworker-python && /opt/envworker-python/bin/pip install reasoning-gym`, "
+        "then `export ENVWORKER_PYTHON=/opt/envworker-python/bin/python` (Debian: apt-get install python3-venv)"
+    )
 
 
 def _matplotlib_dir() -> None:
@@ -98,14 +108,35 @@ def _matplotlib_dir() -> None:
         os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="matplotlib-", dir="/dev/shm")
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """reasoning-gym's import says a dozen lines every worker start that are not the user's to act on:
+    cellpylib's SyntaxWarnings (compiled anew: the worker writes no bytecode), Fontconfig's complaints
+    from matplotlib's font scan (the worker has no font cache to write). Its errors are exceptions."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def _import_reasoning_gym() -> Any:
     _matplotlib_dir()
     try:
-        import reasoning_gym
+        with _quiet_stderr():
+            import reasoning_gym
     except ImportError as err:
         if err.name not in ("reasoning_gym", None):
             raise  # reasoning-gym is there but one of its own imports failed: that error says more
-        raise ImportError(INSTALL_HINT.format(python=sys.executable)) from None
+        raise SetupError(install_hint()) from None
     return reasoning_gym
 
 
