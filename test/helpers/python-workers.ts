@@ -36,7 +36,7 @@ export function pythonWorkers(pid: number, target: string): number[] {
 
 /**
  * The interpreter a server started with this environment runs its Python workers on (ENVWORKER_PYTHON,
- * or the first python3 on PATH they can read: src/python/settings.ts), or undefined when there is none:
+ * or the first python3 on PATH they can read: src/node/python-envs/settings.ts), or undefined when there is none:
  * a test asks it, not `python3`, whether a package is there.
  */
 export function serverPython(): string | undefined {
