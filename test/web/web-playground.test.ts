@@ -43,6 +43,8 @@ describe("playground on Node", () => {
     // Where OpenEnv has a playground, {base}/web, leads to the same page.
     await page.goto(`${open.url}/envs/math-tools/web`);
     expect(new URL(page.url()).pathname).toBe("/web/math-tools");
+    // An environment's page says what tools it gives the model, as its card does.
+    expect(await page.locator("p.lede .pill.accent").textContent()).toMatch(/^tools: calculator\b/);
     await screenshot(page, "playground-list", false);
     expect(problems).toEqual([]);
   });

@@ -40,7 +40,7 @@ export function EnvListPage(props: { envs: readonly Environment[]; paths: Paths 
               <span class="pill">
                 {turnsPill(e)}
               </span>
-              {e.tools.length ? <span class="pill accent">tools: {e.tools.map((t) => t.name).join(", ")}</span> : null}
+              {e.tools.length ? toolsPill(e) : null}
               <span class="pill">{e.splits.join(" · ")}</span>
             </div>
           </li>
@@ -54,6 +54,11 @@ export function EnvListPage(props: { envs: readonly Environment[]; paths: Paths 
 function turnsPill(env: Environment): string {
   const n = defaultMaxTurns(env);
   return n === null ? "turns depend on the args" : n === 1 ? "1 turn" : `≤ ${n} turns`;
+}
+
+/** The tools an environment gives the model, on its card and its page. */
+function toolsPill(env: Environment) {
+  return <span class="pill accent">tools: {env.tools.map((t) => t.name).join(", ")}</span>;
 }
 
 export function PlaygroundPage(props: { env: Environment; envs: readonly Environment[]; paths: Paths }) {
@@ -80,6 +85,7 @@ export function PlaygroundPage(props: { env: Environment; envs: readonly Environ
       <h1>{env.name}</h1>
       <p class="lede">
         {env.description} <span class="pill">v{env.version}</span> <span class="pill">{turnsPill(env)}</span>
+        {env.tools.length ? <> {toolsPill(env)}</> : null}
       </p>
       <div id="app">
         <noscript>The playground needs JavaScript. The same routes work from curl: POST {boot.shownApi}/reset.</noscript>

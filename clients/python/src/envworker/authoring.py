@@ -88,7 +88,10 @@ class Reply:
 @dataclass
 class RunResult:
     """A sandbox run's outcome (the server's ``RunResult``): ``ok`` is False when the code failed,
-    timed out or ran out of memory; ``error`` then says how (``{"name", "message"}``)."""
+    timed out or ran out of memory; ``error`` then says how: ``{"name", "message", "stack"?}``,
+    ``name`` the guest's error (``SyntaxError``, ...) or the host's (``TimeoutError``,
+    ``MemoryLimitError``, ``OutputLimitError``, ``CancelledError``, and ``SandboxError`` when the
+    sandbox itself could not run). None when ``ok``."""
 
     ok: bool
     result: Any = None
