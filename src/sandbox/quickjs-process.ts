@@ -24,9 +24,22 @@ import { join } from "node:path";
 import type { ProgramProfile } from "./confine.ts";
 import { HostPoolSandbox } from "./host-pool.ts";
 import { QUICKJS_ZYGOTE_DIR, quickjsRuntime } from "./quickjs-runtime.ts";
-import { zygotePoolOptions, zygoteProfile, type ZygoteSandboxOptions } from "./zygote-pool.ts";
+import { createQuickJSInstanceSandbox, type QuickJSInstanceSandboxOptions } from "./quickjs-instances.ts";
+import { zygotePoolOptions, zygoteProfile } from "./zygote-pool.ts";
 
-export type QuickJSProcessSandboxOptions = ZygoteSandboxOptions;
+export interface QuickJSProcessSandboxOptions extends QuickJSInstanceSandboxOptions {
+  /**
+   * "instance" (the default): a fresh wasm instance of the warm engine's snapshot per run, hosts
+   * dedicated to a client (quickjs-instances.ts, issue 42). "fork": the zygote below, a process
+   * forked per run (kept for comparison). Default: ENVWORKER_QUICKJS_MODE, else "instance".
+   */
+  mode?: "instance" | "fork";
+}
+
+/** The QuickJS process sandbox's mode from the environment (ENVWORKER_QUICKJS_MODE=fork|instance). */
+export function quickjsModeFromEnv(): "instance" | "fork" {
+  return process.env.ENVWORKER_QUICKJS_MODE === "fork" ? "fork" : "instance";
+}
 
 /** How a zygote is started: the Python sandbox's interpreter on quickjs-zygote/qjs_zygote.py, with the precompiled module and the assets. */
 export const QUICKJS_PROFILE: ProgramProfile = zygoteProfile("quickjs", async () => {
@@ -37,5 +50,6 @@ export const QUICKJS_PROFILE: ProgramProfile = zygoteProfile("quickjs", async ()
 export type QuickJSProcessSandbox = HostPoolSandbox;
 
 export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOptions = {}): QuickJSProcessSandbox {
+  if ((options.mode ?? quickjsModeFromEnv()) === "instance") return createQuickJSInstanceSandbox(options);
   return new HostPoolSandbox(zygotePoolOptions("quickjs", "QuickJS process", QUICKJS_PROFILE, options, { maxConcurrency: options.maxConcurrency, affinity: options.affinity }));
 }
