@@ -118,6 +118,13 @@ export interface HostPoolOptions {
   affinity?: HostAffinity;
   /** CPU an idle host may use (default DEFAULT_IDLE_CPU). */
   idleCpu?: IdleCpuPolicy;
+  /**
+   * With affinity, when the pool is full and a run's key already has a host that is busy: false
+   * (default) waits for that host (a start-up costs more than the wait); true starts another host
+   * for the key, stopping another key's idle host, so one key's runs may use every slot (hosts
+   * that start fast: QuickJS instances).
+   */
+  startWhenBusy?: boolean;
 }
 
 /**
@@ -647,7 +654,7 @@ export class HostPoolSandbox implements Sandbox {
       this.keepSpare();
       return host;
     }
-    if (this.all.size >= this.maxHosts && this.hasHost(key)) {
+    if (this.all.size >= this.maxHosts && this.hasHost(key) && !(this.options.startWhenBusy && this.idle.some((h) => !h.dead))) {
       const host = await this.waitForHostOf(key, signal);
       if (!host || this.fits(host, limits)) return host;
     }

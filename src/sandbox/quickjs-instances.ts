@@ -102,6 +102,8 @@ function poolOptions(options: QuickJSInstanceSandboxOptions, label: string, maxC
     // The process bound: a guest that broke wasmtime reaches at most this many later runs of its own client.
     recycleAfterRuns: options.recycleAfterRuns ?? 2_000,
     affinity: instanceAffinity(options.affinity),
+    // A host starts in ~0.1-0.3 s: a client's second concurrent run takes another slot rather than wait.
+    startWhenBusy: true,
   };
 }
 

@@ -30,7 +30,7 @@
 #
 #   python -I -B qjs_instances.py SNAPSHOT_CWASM SNAPSHOT_JSON [MAX_AGE_S]
 
-import ctypes, gc, json, os, queue, resource, select, struct, sys, threading, time
+import ctypes, gc, json, os, queue, re, resource, select, struct, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE = os.path.join(os.path.dirname(HERE), "python-zygote")
@@ -55,6 +55,18 @@ CANCELLED = {"name": "CancelledError", "message": "the run was cancelled while r
 # in a run's code makes the host overwrite its instance's whole memory after the run (what a guest
 # that broke QuickJS could do), so a test can see that the next run is whole.
 CORRUPT_MARK = "__envworker_corrupt__"
+# Tests only too: `/*scan:TOKEN*/` in a run's code makes the host look for TOKEN in its fresh
+# instance's memory before the run and in the same memory after it, and append what it found (and
+# which host it is) to the run's stderr; a run's code that starts with ESCAPE is host-side Python,
+# run in this process as a guest that broke out of QuickJS and wasmtime would (`report` is its answer).
+SCAN = re.compile(r"/\*scan:([A-Za-z0-9_-]{8,64})\*/")
+ESCAPE = "#escape\n"
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_memmem = _libc.memmem
+_memmem.restype = ctypes.c_void_p
+_memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
 
 
 class Clock:
@@ -104,9 +116,11 @@ class Current:
 class Host:
     def __init__(self, snapshot, meta, max_age_s, test_hooks):
         self.born = time.monotonic()
+        self.host_id = os.urandom(8).hex()
         self.max_age_s = max_age_s
         self.test_hooks = test_hooks
         self.engine = SnapshotEngine(snapshot, meta)
+        self.snapshot = os.path.realpath(snapshot)
         self.sigint = self.engine.layout.sigint_mask
         self.lock = threading.Lock()
         self.send_lock = threading.Lock()
@@ -211,8 +225,24 @@ class Host:
         threading.Thread(target=self.watch, name="watcher", daemon=True).start()
         gc.collect()
         gc.freeze()
-        fds = [int(x) for x in os.listdir("/proc/self/fd")]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max(fds) + 1, max(fds) + 1))
+        # Descriptors: stdio (the server's channel and stderr), the clock's, the wake pipe, and what
+        # wasmtime maps the image from (the snapshot file, or a memfd); any other one inherited is
+        # closed. No new one can be made: the limit is the lowest free number.
+        keep = {0, 1, 2, self.clock.sched, self.clock.stat, self.clock.statm, self.wake_r, self.wake_w}
+        for fd in [int(x) for x in os.listdir("/proc/self/fd")]:
+            if fd in keep:
+                continue
+            try:
+                target = os.readlink("/proc/self/fd/%d" % fd)
+            except OSError:
+                continue  # the listing's own descriptor, closed by now
+            if target == self.snapshot or target.startswith("/memfd:"):
+                keep.add(fd)
+            else:
+                os.close(fd)
+        self.fds = sorted(keep)
+        lowest_free = next(n for n in range(len(keep) + 1) if n not in keep)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, lowest_free))
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
@@ -243,7 +273,12 @@ class Host:
 
     def run(self, rid, code, options, limits):
         engine = self.engine
+        if self.test_hooks and code.startswith(ESCAPE):
+            return self.escape(code, limits)
         base = engine.fresh()
+        scan = SCAN.search(code) if self.test_hooks else None
+        if scan:
+            found_before = self.find(base, scan.group(1))
         cur = Current(rid, limits, engine.signals_address(base), self.clock.waited())
         with self.lock:
             self.current = cur
@@ -257,6 +292,9 @@ class Host:
             outcome = engine.run(options, code)
         except Exception as e:  # the engine failed under the host: this run only, and a new host
             failure = {"name": "SandboxError", "message": ("QuickJS failed: %s" % e)[:300]}
+        if scan:
+            found_after = self.find(base, scan.group(1))
+            size = engine.memory.data_len(engine.store)
         if self.test_hooks and CORRUPT_MARK in code:
             self.corrupt(base)
         with self.lock:
@@ -278,7 +316,25 @@ class Host:
         head = json.dumps(header).encode()
         report = outcome.report or b""
         data = RESULT_HEAD.pack(MAGIC, len(head), len(report)) + head + report
-        return ForkZygote.from_child(None, data, None, limits, elapsed_ms, cur.interrupted)
+        result = ForkZygote.from_child(None, data, None, limits, elapsed_ms, cur.interrupted)
+        if scan:
+            result["stderr"] += "[scan before=%d after=%d size=%d host=%s]" % (found_before, found_after, size, self.host_id)
+        return result
+
+    def find(self, base, token):
+        """Whether `token` is anywhere in the instance's memory (memmem over it: no copy)."""
+        data = token.encode()
+        return int(bool(_memmem(base, self.engine.memory.data_len(self.engine.store), data, len(data))))
+
+    def escape(self, code, limits):
+        """Tests only: host-side Python in this process (after its hardening), as an escaped guest would run it."""
+        scope = {"host": self, "report": None}
+        try:
+            exec(compile(code, "<escape>", "exec"), scope)
+            value = json.loads(json.dumps(scope["report"]))
+            return results.to_run_result(json.dumps({"status": "ok", "result": value, "error": None}).encode(), "", "", None, limits, 0.0, None)
+        except BaseException as e:  # noqa: the escape's own failure
+            return results.to_run_result(None, "", "", None, limits, 0.0, {"name": "EscapeError", "message": repr(e)[:500]})
 
     def corrupt(self, base):
         """Tests only: after its run, the whole of the instance's memory overwritten (QuickJS's heap,
