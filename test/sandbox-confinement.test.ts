@@ -21,6 +21,7 @@ import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../src/san
 import type { HostPoolSandbox } from "../src/sandbox/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../src/sandbox/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../src/sandbox/python.ts";
+import { QUICKJS_INSTANCE_PROFILE } from "../src/sandbox/quickjs-instances.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../src/sandbox/quickjs-process.ts";
 import type { Sandbox } from "../src/sandbox/types.ts";
 import { editReplies } from "./fixtures/confine/edit-replies.ts";
@@ -440,14 +441,17 @@ describe("the real hosts are confined", () => {
 
   const ZYGOTES = [
     { name: "Python", file: "zygote.py", profile: PYTHON_PROFILE, create: (): Sandbox => createPythonSandbox({ maxConcurrency: 1 }) },
-    { name: "QuickJS", file: "qjs_zygote.py", profile: QUICKJS_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1 }) },
+    { name: "QuickJS", file: "qjs_zygote.py", profile: QUICKJS_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1, mode: "fork" }) },
+    // The instance host (the default): a host for the client and a spare started ahead.
+    { name: "QuickJS instances", file: "qjs_instances.py", profile: QUICKJS_INSTANCE_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1 }), hosts: 2 },
   ];
-  it.each(ZYGOTES)("$name: a zygote of another user, with an empty environment and its limits; no process of it is Node", async ({ file, profile, create }) => {
+  it.each(ZYGOTES)("$name: a zygote of another user, with an empty environment and its limits; no process of it is Node", async ({ file, profile, create, hosts }) => {
     const sandbox = create();
     try {
       expect((await sandbox.run("1 + 1")).result).toBe(2);
+      if (hosts) await expect.poll(() => hostProcesses(file, "python").length).toBe(hosts);
       const pids = hostProcesses(file, "python");
-      expect(pids.length).toBe(1);
+      expect(pids.length).toBe(hosts ?? 1);
       const pid = pids[0]!;
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)![1]);

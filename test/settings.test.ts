@@ -236,7 +236,9 @@ describe("settings through the real environment variables (envworker serve)", ()
       return seen.size - before;
     };
     expect(await startedForNewClients(code), "unset on QuickJS: a zygote for each new client").toBeGreaterThanOrEqual(2);
-    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
+    // "off" shares the fork zygote between clients; QuickJS instance hosts (the default mode) serve
+    // one client whatever the setting (quickjs-instances.ts: test/quickjs-instance-freshness.test.ts).
+    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_QUICKJS_MODE: "fork", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
     try {
       expect(await startedForNewClients(off), "off: the same processes serve them").toBe(0);
     } finally {
