@@ -75,8 +75,19 @@ async function ping(server: BenchServer): Promise<void> {
   await mcp(server, { jsonrpc: "2.0", id: rpcId++, method: "ping" });
 }
 
+/** The server process's own CPU (every thread's; not its children's), ms. */
+function ownCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
 interface Block {
   cpuMs: number;
+  /** Of cpuMs: the server process's own (HTTP, environment threads, the pool); the rest is its sandbox hosts'. */
+  serverMs: number;
+  /** A host process ended during the block: its last CPU may be missing from the tree (not comparable). */
+  replaced: boolean;
   p50: number;
   p99: number;
   perSec: number;
@@ -90,6 +101,8 @@ async function block(server: BenchServer, n: number, conc: number, once: () => P
   const ms: number[] = [];
   let left = n;
   const cpu0 = processTreeCpuMs(server.pid)!;
+  const own0 = ownCpuMs(server.pid);
+  const tree0 = new Set(processTree(server.pid));
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: conc }, async () => {
@@ -102,9 +115,11 @@ async function block(server: BenchServer, n: number, conc: number, once: () => P
   );
   const wall = performance.now() - t0;
   const cpuMs = (processTreeCpuMs(server.pid)! - cpu0) / n;
+  const serverMs = (ownCpuMs(server.pid) - own0) / n;
+  const replaced = [...tree0].some((pid) => !existsSync(`/proc/${pid}`));
   ms.sort((a, b) => a - b);
   const treeBytes = processTreeRss(server.pid) ?? 0;
-  return { cpuMs, p50: percentile(ms, 50), p99: percentile(ms, 99), perSec: (n * 1000) / wall, treeBytes, hostBytes: treeBytes - server.rssBytes() };
+  return { cpuMs, serverMs, replaced, p50: percentile(ms, 50), p99: percentile(ms, 99), perSec: (n * 1000) / wall, treeBytes, hostBytes: treeBytes - server.rssBytes() };
 }
 
 /** Bare CPython starts, one at a time: CPU per start (this process's reaped children, /proc/self/stat). */
@@ -131,12 +146,12 @@ export async function benchSandboxRuns(): Promise<void> {
   console.log(`\n## Sandbox runs through MCP tools/call: an instance per run against a fork per run and a bare CPython start (${ROUNDS} rounds; ${RUNS} runs a block, ${FORK_RUNS} forked)`);
   try {
     for (const way of WAYS) way.server = await startBenchServer(way.env, { envs: ["math-tools"] });
-    console.log("| round | load1 | way | program | at a time | CPU ms/run | less HTTP | runs per core-s (less HTTP) | vs bare CPython start (less HTTP) | p50 ms | p99 ms | runs/s | server tree MiB | hosts MiB |");
-    console.log("| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    console.log("| round | load1 | way | program | at a time | CPU ms/run | of it: server process / hosts | less HTTP | runs per core-s (less HTTP) | vs bare CPython start (less HTTP) | p50 ms | p99 ms | runs/s | server tree MiB | hosts MiB |");
+    console.log("| ---: | ---: | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (let round = 1; round <= ROUNDS; round++) {
       const py = pythonStarts(PYTHON_STARTS);
       const load = loadavg()[0]!.toFixed(1);
-      console.log(`| ${round} | ${load} | bare CPython start (\`python3 -I -S -c pass\`) | — | 1 | ${fmt(py.cpuMs, 2)} | | ${fmt(1000 / py.cpuMs)} | 1 | ${fmt(py.p50, 2)} | | | | |`);
+      console.log(`| ${round} | ${load} | bare CPython start (\`python3 -I -S -c pass\`) | — | 1 | ${fmt(py.cpuMs, 2)} | | | ${fmt(1000 / py.cpuMs)} | 1 | ${fmt(py.p50, 2)} | | | | |`);
       for (const way of WAYS) {
         const server = way.server!;
         const http = await block(server, PINGS, 1, () => ping(server));
@@ -145,11 +160,11 @@ export async function benchSandboxRuns(): Promise<void> {
             const b = await block(server, way.runs, conc, () => call(server, program.code, program.expect));
             const net = Math.max(0.001, b.cpuMs - http.cpuMs);
             console.log(
-              `| ${round} | ${loadavg()[0]!.toFixed(1)} | ${way.name} | ${program.name} | ${conc} | ${fmt(b.cpuMs, 2)} | ${fmt(net, 2)} | ${fmt(1000 / net)} | ${(b.cpuMs / py.cpuMs).toFixed(3)}x (${(net / py.cpuMs).toFixed(3)}x) | ${fmt(b.p50, 2)} | ${fmt(b.p99, 2)} | ${fmt(b.perSec)} | ${fmt(b.treeBytes / MiB)} | ${fmt(b.hostBytes / MiB)} (${processTree(server.pid).length - 1} processes) |`,
+              `| ${round} | ${loadavg()[0]!.toFixed(1)} | ${way.name} | ${program.name} | ${conc} | ${fmt(b.cpuMs, 2)}${b.replaced ? " (a host ended: not comparable)" : ""} | ${fmt(b.serverMs, 2)} / ${fmt(b.cpuMs - b.serverMs, 2)} | ${fmt(net, 2)} | ${fmt(1000 / net)} | ${(b.cpuMs / py.cpuMs).toFixed(3)}x (${(net / py.cpuMs).toFixed(3)}x) | ${fmt(b.p50, 2)} | ${fmt(b.p99, 2)} | ${fmt(b.perSec)} | ${fmt(b.treeBytes / MiB)} | ${fmt(b.hostBytes / MiB)} (${processTree(server.pid).length - 1} processes) |`,
             );
           }
         }
-        console.log(`| ${round} | ${load} | ${way.name}: MCP \`ping\` (the HTTP path) | — | 1 | ${fmt(http.cpuMs, 2)} | | | ${(http.cpuMs / py.cpuMs).toFixed(3)}x | ${fmt(http.p50, 2)} | ${fmt(http.p99, 2)} | ${fmt(http.perSec)} | | |`);
+        console.log(`| ${round} | ${load} | ${way.name}: MCP \`ping\` (the HTTP path) | — | 1 | ${fmt(http.cpuMs, 2)} | | | | ${(http.cpuMs / py.cpuMs).toFixed(3)}x | ${fmt(http.p50, 2)} | ${fmt(http.p99, 2)} | ${fmt(http.perSec)} | | |`);
       }
     }
   } finally {
