@@ -38,6 +38,8 @@ import sys
 from typing import Any
 
 import wasmtime
+from wasmtime import _ffi as ffi
+from wasmtime._extern import wrap_extern
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 for _path in (HERE, os.path.join(os.path.dirname(HERE), "python-zygote")):
@@ -50,6 +52,29 @@ from qjs_engine import API, OWN, Engine, _Fn  # noqa: E402
 from wasm_layout import Layout, WasmError, _enc_uleb, _Module, _uleb, add_exports, check_digest, read_layout  # noqa: E402
 
 GiB = 1 << 30
+
+
+class _LazyFns(dict):
+    """SnapshotEngine.fn: an instance's exported functions, each made at its first use."""
+
+    def __init__(self, engine: "SnapshotEngine"):
+        super().__init__()
+        self.engine = engine
+
+    def __missing__(self, name: str) -> Any:
+        e = self.engine
+        fn = self[name] = _Fn(e.store, _RawFunc(e._export(name).of.func), e.sigs[name])
+        return fn
+
+
+class _RawFunc:
+    """An exported function as qjs_engine._Fn reads it (its `_func`), without wasmtime-py's wrapper."""
+
+    __slots__ = ("_func",)
+
+    def __init__(self, func: Any):
+        self._func = func
+
 IMAGE_PAGE = 4096
 GLOBAL_EXPORT = "__envworker_global_%d"
 # Bumped when what a snapshot holds changes in a way its key would not see.
@@ -322,14 +347,29 @@ class SnapshotEngine(Engine):
         self.fn = {}
         self.filenames = {}
         self.sigs = {**API, **OWN}
+        # Where each export the host uses is in the module's export list: an instance's exports are
+        # then read by index alone (wasmtime-py's Instance.exports wraps all of them, ~0.2 ms a run).
+        store = wasmtime.Store(self.engine)
+        names = list(self.pre.instantiate(store).exports(store))
+        store.close()
+        self.export_index = {n: names.index(n) for n in ["memory", *self.sigs]}
+
+    def _export(self, name: str) -> Any:
+        item = ffi.wasmtime_extern_t()
+        name_ptr = ctypes.POINTER(ctypes.c_char)()
+        name_len = ctypes.c_size_t(0)
+        if not ffi.wasmtime_instance_export_nth(self.store._context(), ctypes.byref(self.instance._instance), self.export_index[name], ctypes.byref(name_ptr), ctypes.byref(name_len), ctypes.byref(item)):
+            raise RuntimeError(f"the snapshot's instance has no export {name}")
+        return item
 
     def fresh(self) -> int:
         """A new instance of the snapshot, and the host's state reset to the snapshot's; the address of its memory."""
         self.store = wasmtime.Store(self.engine)
         self.instance = self.pre.instantiate(self.store)
-        ex = self.instance.exports(self.store)
-        self.memory = ex["memory"]
-        self.fn = {n: _Fn(self.store, ex[n], sig) for n, sig in self.sigs.items()}
+        self.memory = wrap_extern(self._export("memory"))
+        # Each function is looked up at its first call in this instance (~15 us each in wasmtime's C
+        # API): a run calls about half of them.
+        self.fn = _LazyFns(self)
         # Pointers into the image (interned file names): the snapshot's own, never a former run's.
         self.filenames = {k: int(v) for k, v in self.state["filenames"].items()}
         return self._base()
