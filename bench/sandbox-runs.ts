@@ -75,34 +75,89 @@ async function ping(server: BenchServer): Promise<void> {
   await mcp(server, { jsonrpc: "2.0", id: rpcId++, method: "ping" });
 }
 
-/** The server process's own CPU (every thread's; not its children's), ms. */
-function ownCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+/** utime+stime (own: every thread's) of one process, ms; 0 when gone. */
+function ownCpuOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return -1;
+  }
+}
+
+function isNode(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0")[0]!.endsWith("node");
+  } catch {
+    return false;
+  }
+}
+
+function rssOf(pid: number): number {
+  try {
+    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+interface Tree {
+  /** The server's Node processes (bin/envworker.js may re-exec): their own CPU (every thread) and RSS. */
+  nodeCpu: number;
+  nodeRss: number;
+  /** Each sandbox host below them (a subtree: prlimit, bubblewrap, the host, its forked children): CPU with what it reaped, RSS. */
+  hosts: Map<number, { cpu: number; rss: number }>;
+}
+
+function treeOf(serverPid: number): Tree {
+  const tree: Tree = { nodeCpu: 0, nodeRss: 0, hosts: new Map() };
+  const all = processTree(serverPid);
+  const nodes = new Set(all.filter((pid) => pid === serverPid || isNode(pid)));
+  for (const pid of nodes) {
+    tree.nodeCpu += ownCpuOf(pid);
+    tree.nodeRss += rssOf(pid);
+  }
+  for (const pid of all) {
+    if (nodes.has(pid) || !nodes.has(parentOf(pid))) continue;
+    tree.hosts.set(pid, { cpu: processTreeCpuMs(pid) ?? 0, rss: processTreeRss(pid) ?? 0 });
+  }
+  return tree;
 }
 
 interface Block {
   cpuMs: number;
-  /** Of cpuMs: the server process's own (HTTP, environment threads, the pool); the rest is its sandbox hosts'. */
+  /** Of cpuMs: the server's Node processes' own (HTTP, environment threads, the pool); the rest is its sandbox hosts'. */
   serverMs: number;
-  /** A host process ended during the block: its last CPU may be missing from the tree (not comparable). */
+  /** A host ended during the block (recycled, replaced): up to its last 20 ms of CPU may be missing. */
   replaced: boolean;
   p50: number;
   p99: number;
   perSec: number;
-  treeBytes: number;
+  serverBytes: number;
   hostBytes: number;
+  hosts: number;
 }
 
-/** `n` calls, `conc` at a time; CPU of the server's whole tree over them. */
+/** `n` calls, `conc` at a time; the CPU of the server's processes and of every host that lived meanwhile (sampled every 20 ms). */
 async function block(server: BenchServer, n: number, conc: number, once: () => Promise<void>): Promise<Block> {
   for (let i = 0; i < WARM; i++) await once();
   const ms: number[] = [];
   let left = n;
-  const cpu0 = processTreeCpuMs(server.pid)!;
-  const own0 = ownCpuMs(server.pid);
-  const tree0 = new Set(processTree(server.pid));
+  const first = treeOf(server.pid);
+  const last = new Map(first.hosts);
+  const sample = setInterval(() => {
+    for (const [pid, h] of treeOf(server.pid).hosts) last.set(pid, h);
+  }, 20);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: conc }, async () => {
@@ -114,12 +169,26 @@ async function block(server: BenchServer, n: number, conc: number, once: () => P
     }),
   );
   const wall = performance.now() - t0;
-  const cpuMs = (processTreeCpuMs(server.pid)! - cpu0) / n;
-  const serverMs = (ownCpuMs(server.pid) - own0) / n;
-  const replaced = [...tree0].some((pid) => !existsSync(`/proc/${pid}`));
+  clearInterval(sample);
+  const end = treeOf(server.pid);
+  for (const [pid, h] of end.hosts) last.set(pid, h);
+  let hostsMs = 0;
+  for (const [pid, h] of last) hostsMs += h.cpu - (first.hosts.get(pid)?.cpu ?? 0);
+  const serverMs = (end.nodeCpu - first.nodeCpu) / n;
   ms.sort((a, b) => a - b);
-  const treeBytes = processTreeRss(server.pid) ?? 0;
-  return { cpuMs, serverMs, replaced, p50: percentile(ms, 50), p99: percentile(ms, 99), perSec: (n * 1000) / wall, treeBytes, hostBytes: treeBytes - server.rssBytes() };
+  let hostBytes = 0;
+  for (const h of end.hosts.values()) hostBytes += h.rss;
+  return {
+    cpuMs: serverMs + hostsMs / n,
+    serverMs,
+    replaced: [...first.hosts.keys()].some((pid) => !end.hosts.has(pid)),
+    p50: percentile(ms, 50),
+    p99: percentile(ms, 99),
+    perSec: (n * 1000) / wall,
+    serverBytes: end.nodeRss,
+    hostBytes,
+    hosts: end.hosts.size,
+  };
 }
 
 /** Bare CPython starts, one at a time: CPU per start (this process's reaped children, /proc/self/stat). */
@@ -146,7 +215,7 @@ export async function benchSandboxRuns(): Promise<void> {
   console.log(`\n## Sandbox runs through MCP tools/call: an instance per run against a fork per run and a bare CPython start (${ROUNDS} rounds; ${RUNS} runs a block, ${FORK_RUNS} forked)`);
   try {
     for (const way of WAYS) way.server = await startBenchServer(way.env, { envs: ["math-tools"] });
-    console.log("| round | load1 | way | program | at a time | CPU ms/run | of it: server process / hosts | less HTTP | runs per core-s (less HTTP) | vs bare CPython start (less HTTP) | p50 ms | p99 ms | runs/s | server tree MiB | hosts MiB |");
+    console.log("| round | load1 | way | program | at a time | CPU ms/run | of it: server / hosts | less HTTP | runs per core-s (less HTTP) | vs bare CPython start (less HTTP) | p50 ms | p99 ms | runs/s | server MiB | hosts MiB (hosts) |");
     console.log("| ---: | ---: | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (let round = 1; round <= ROUNDS; round++) {
       const py = pythonStarts(PYTHON_STARTS);
@@ -160,7 +229,7 @@ export async function benchSandboxRuns(): Promise<void> {
             const b = await block(server, way.runs, conc, () => call(server, program.code, program.expect));
             const net = Math.max(0.001, b.cpuMs - http.cpuMs);
             console.log(
-              `| ${round} | ${loadavg()[0]!.toFixed(1)} | ${way.name} | ${program.name} | ${conc} | ${fmt(b.cpuMs, 2)}${b.replaced ? " (a host ended: not comparable)" : ""} | ${fmt(b.serverMs, 2)} / ${fmt(b.cpuMs - b.serverMs, 2)} | ${fmt(net, 2)} | ${fmt(1000 / net)} | ${(b.cpuMs / py.cpuMs).toFixed(3)}x (${(net / py.cpuMs).toFixed(3)}x) | ${fmt(b.p50, 2)} | ${fmt(b.p99, 2)} | ${fmt(b.perSec)} | ${fmt(b.treeBytes / MiB)} | ${fmt(b.hostBytes / MiB)} (${processTree(server.pid).length - 1} processes) |`,
+              `| ${round} | ${loadavg()[0]!.toFixed(1)} | ${way.name} | ${program.name} | ${conc} | ${fmt(b.cpuMs, 2)}${b.replaced ? " (a host was recycled)" : ""} | ${fmt(b.serverMs, 2)} / ${fmt(b.cpuMs - b.serverMs, 2)} | ${fmt(net, 2)} | ${fmt(1000 / net)} | ${(b.cpuMs / py.cpuMs).toFixed(3)}x (${(net / py.cpuMs).toFixed(3)}x) | ${fmt(b.p50, 2)} | ${fmt(b.p99, 2)} | ${fmt(b.perSec)} | ${fmt(b.serverBytes / MiB)} | ${fmt(b.hostBytes / MiB)} (${b.hosts}) |`,
             );
           }
         }
