@@ -459,6 +459,12 @@ describe("the real hosts are confined", () => {
       // Not dumpable (harden.py): /proc/<pid>/environ of a non-dumpable process is root's to read.
       expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toBe(HAS_BWRAP ? "PWD=/\0" : "");
       expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+      if (hosts) {
+        // The instance host runs guests in its own process: every thread of it filtered (seccomp TSYNC).
+        const tasks = readdirSync(`/proc/${pid}/task`);
+        expect(tasks.length).toBe(2);
+        for (const tid of tasks) expect(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8")).toMatch(/^Seccomp:\s+2$/m);
+      }
       if (describeConfinement().prlimit) {
         const limits = readFileSync(`/proc/${pid}/limits`, "utf8");
         expect(limits).toMatch(/^Max file size\s+0\s+0\s/m);

@@ -69,6 +69,30 @@ _memmem.restype = ctypes.c_void_p
 _memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
 
 
+SYS_SECCOMP = {"x86_64": 317, "aarch64": 277}
+SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
+
+
+def seccomp_all_threads():
+    """
+    harden.py's filter on EVERY thread of this process (seccomp(2) with TSYNC; prctl would filter
+    the calling thread only, and the watcher thread is started before it: no thread can be made
+    after). The kernel gives the other threads no-new-privileges too. Where the filter or TSYNC is
+    not available the host refuses to serve.
+    """
+    import platform
+
+    nr = SYS_SECCOMP.get(platform.machine())
+    if nr is None or harden._PROG is None:
+        raise RuntimeError("no seccomp filter for this machine: the QuickJS instance host does not serve unfiltered")
+    syscall = _libc.syscall
+    syscall.restype = ctypes.c_long
+    r = syscall(ctypes.c_long(nr), ctypes.c_long(SECCOMP_SET_MODE_FILTER), ctypes.c_long(SECCOMP_FILTER_FLAG_TSYNC), ctypes.c_void_p(ctypes.addressof(harden._PROG)))
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "seccomp(TSYNC) failed: %s (thread %d did not sync)" % (os.strerror(e), r) if r > 0 else os.strerror(e))
+
+
 class Clock:
     """The main thread's /proc schedstat and stat, opened once (no file opens after the hardening)."""
 
@@ -246,7 +270,7 @@ class Host:
         resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         harden.prctl(harden.PR_SET_NO_NEW_PRIVS, 1)
-        harden.seccomp()
+        seccomp_all_threads()
 
     def serve(self):
         # A first instance made and dropped before the hardening (wasmtime's first use of its pool).
