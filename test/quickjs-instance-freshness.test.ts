@@ -156,6 +156,17 @@ describe("QuickJS instances: the process bound", () => {
     } finally {
       await aging.dispose();
     }
+    // The server's own bound on a host's age (the host's request above is only its word): the host
+    // here would serve 600 s, the pool replaces it after maxAgeS.
+    const serverAged = createQuickJSInstanceSandbox({ maxConcurrency: 1, maxAgeS: 0, profile: HOOKS });
+    try {
+      const marker = token();
+      const first = scanOf(await serverAged.run(`/*scan:${marker}*/ 1`, { client: "a" })).host;
+      const second = scanOf(await serverAged.run(`/*scan:${marker}*/ 2`, { client: "a" })).host;
+      expect(second, "the pool replaces a host past maxAgeS").not.toBe(first);
+    } finally {
+      await serverAged.dispose();
+    }
   });
 
   it("grading runs never enter a host where a candidate's code ran", async () => {

@@ -112,6 +112,8 @@ export interface HostPoolOptions {
   cooperativeCancel: boolean;
   /** Replace a host after this many runs (default 1000): nothing a host accumulates lives forever. */
   recycleAfterRuns?: number;
+  /** And once it has lived this long (ms; default: no bound), at the end of the run it serves then. */
+  recycleAfterMs?: number;
   /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
   validate?(code: string, options: RunOptions): void;
   /** Whom a host is dedicated to (HostAffinity). Default "off". */
@@ -189,6 +191,8 @@ export function watchHostReplacements(watch: (replacement: HostReplacement) => v
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
+  /** When it was started (performance.now()): recycleAfterMs. */
+  readonly bornAt = performance.now();
   private isReady = false;
   /** Resident memory of the host's process tree when idle (measured at its ready message). */
   private idleBytes = 0;
@@ -746,7 +750,8 @@ export class HostPoolSandbox implements Sandbox {
   private release(host: Host): void {
     const singleUse = this.options.affinity === "run" && host.runs > 0;
     // A host that served its one run (or its share of them) ends as planned: not a replacement.
-    const recycle = (singleUse || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
+    const old = this.options.recycleAfterMs !== undefined && performance.now() - host.bornAt > this.options.recycleAfterMs;
+    const recycle = (singleUse || old || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
     if (host.dead || host.retire || recycle || this.disposed) {
       if (!this.disposed && !recycle) this.noteReplaced(host);
       this.all.delete(host);

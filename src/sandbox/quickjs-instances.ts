@@ -101,6 +101,8 @@ function poolOptions(options: QuickJSInstanceSandboxOptions, label: string, maxC
     cooperativeCancel: true,
     // The process bound: a guest that broke wasmtime reaches at most this many later runs of its own client.
     recycleAfterRuns: options.recycleAfterRuns ?? 2_000,
+    // And after maxAgeS, on the server's clock (the host also asks for it, but its word is not the bound).
+    recycleAfterMs: (options.maxAgeS ?? 600) * 1000,
     affinity: instanceAffinity(options.affinity),
     // A host starts in ~0.1-0.3 s: a client's second concurrent run takes another slot rather than wait.
     startWhenBusy: true,
