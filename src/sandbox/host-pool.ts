@@ -123,8 +123,8 @@ export interface HostPoolOptions {
   /**
    * With affinity, when the pool is full and a run's key already has a host that is busy: false
    * (default) waits for that host (a start-up costs more than the wait); true starts another host
-   * for the key, stopping another key's idle host, so one key's runs may use every slot (hosts
-   * that start fast: QuickJS instances).
+   * for the key while it has fewer hosts than slots, stopping another key's idle host, so one
+   * key's runs may use every slot (hosts that start fast: QuickJS instances).
    */
   startWhenBusy?: boolean;
 }
@@ -658,7 +658,7 @@ export class HostPoolSandbox implements Sandbox {
       this.keepSpare();
       return host;
     }
-    if (this.all.size >= this.maxHosts && this.hasHost(key) && !(this.options.startWhenBusy && this.idle.some((h) => !h.dead))) {
+    if (this.all.size >= this.maxHosts && this.hasHost(key) && !(this.options.startWhenBusy && this.hostsOf(key) < this.limiter.max && this.idle.some((h) => !h.dead))) {
       const host = await this.waitForHostOf(key, signal);
       if (!host || this.fits(host, limits)) return host;
     }
@@ -671,6 +671,13 @@ export class HostPoolSandbox implements Sandbox {
   private hasHost(key: string): boolean {
     for (const host of this.all) if (host.key === key && !host.dead && !host.retire) return true;
     return false;
+  }
+
+  /** How many live hosts `key` has. */
+  private hostsOf(key: string): number {
+    let n = 0;
+    for (const host of this.all) if (host.key === key && !host.dead && !host.retire) n++;
+    return n;
   }
 
   /** Runs waiting for a host of their key to be free, per key, first come first served. */
