@@ -1,5 +1,8 @@
 /**
- * QuickJS on Node (ENVWORKER_SANDBOX=quickjs): QuickJS-NG compiled to WASI, run by wasmtime in a
+ * QuickJS on Node (ENVWORKER_SANDBOX=quickjs). By default (`mode: "instance"`) every run is a fresh
+ * wasm instance of the warm engine's snapshot in a host that serves one client:
+ * quickjs-instances.ts. What follows is the fork zygote (`mode: "fork"`, ENVWORKER_QUICKJS_MODE=fork),
+ * kept for comparison: QuickJS-NG compiled to WASI, run by wasmtime in a
  * fork server (quickjs-zygote/qjs_zygote.py, on the Python sandbox's zygote core), behind the same
  * `Sandbox` interface and through the same supervised, confined host pool (host-pool.ts,
  * confine.ts) as the other Node backends. In-process QuickJS (quickjs.ts, quickjs-emscripten) stays
