@@ -12,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Keep in step with PYTHON_REQUIREMENTS in src/sandbox/engines/python/python-runtime.ts.
@@ -116,4 +116,19 @@ if (quickjs) {
   const qjs = run(python, ["-I", "-B", quickjs, "prepare", cache]);
   if (qjs.status !== 0) say(`could not precompile QuickJS (the server will, at its first QuickJS run): ${(qjs.stderr || "").trim().split("\n").slice(-1)[0]}`);
   else say(`the QuickJS sandbox is ready: ${JSON.parse(qjs.stdout).cwasm}`);
+}
+// The QuickJS snapshot (src/sandbox/engines/quickjs/quickjs-instances.ts: the warm engine baked
+// into a precompiled module by zygote/quickjs/qjs_snapshot.py, ~3-5 s): made by the same code the
+// server runs before its first QuickJS host (which makes it there when this could not), from the
+// sources through tsx or from dist/.
+const instances = [
+  [join(root, "src", "sandbox", "engines", "quickjs", "quickjs-instances.ts"), ["--import", "tsx"]],
+  [join(root, "dist", "src", "sandbox", "engines", "quickjs", "quickjs-instances.js"), []],
+].find(([f]) => existsSync(f));
+if (quickjs && instances) {
+  const [file, flags] = instances;
+  const script = `import(${JSON.stringify(pathToFileURL(file).href)}).then((m) => m.quickjsSnapshot()).then((s) => console.log(s.snapshot), (e) => { console.error(e.message); process.exit(1); })`;
+  const baked = run(process.execPath, [...flags, "--input-type=module", "-e", script]);
+  if (baked.status !== 0) say(`could not make the QuickJS snapshot (the server will, at its first QuickJS run): ${(baked.stderr || "").trim().split("\n").slice(-1)[0]}`);
+  else say(`the QuickJS snapshot is ready: ${baked.stdout.trim()}`);
 }

@@ -304,7 +304,7 @@ function sandboxProcesses(pid: number): string[] {
   return childPids(pid).filter((c) => {
     try {
       const cmdline = readFileSync(`/proc/${c}/cmdline`, "utf8");
-      return cmdline !== "" && cmdline !== server && !cmdline.includes("esbuild") && !/qjs_engine\.py\0prepare\0/.test(cmdline);
+      return cmdline !== "" && cmdline !== server && !cmdline.includes("esbuild") && !/qjs_(engine|snapshot)\.py\0prepare\0/.test(cmdline);
     } catch {
       return false; // gone meanwhile
     }

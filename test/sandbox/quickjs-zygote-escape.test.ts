@@ -15,7 +15,8 @@ describeZygoteEscape({
   engine: "QuickJS",
   fixture: resolve(import.meta.dirname, "../fixtures/quickjs-escape/escape_qjs_zygote.py"),
   profile: QUICKJS_PROFILE,
-  create: (options) => createQuickJSProcessSandbox(options),
+  // The fork zygote's walls (the instance host's: test/sandbox/quickjs-instance-freshness.test.ts).
+  create: (options) => createQuickJSProcessSandbox({ ...options, mode: "fork" }),
   resultMagic: "EWQ1",
   async genuine(quickjs) {
     const next = await quickjs.run("[1 + 1, typeof std, typeof print, Object.getOwnPropertyNames(globalThis).includes('leak'), [3, 1, 2].sort().join(), JSON.stringify({ a: 1 })]", { client: "a" });

@@ -5,6 +5,7 @@
  * row has no test here (or a test names a setting the README does not have), so the two cannot
  * drift apart. (test/server/config.test.ts checks configFromEnv in process against the table's defaults.)
  */
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { conversationChars } from "../../src/env/episode.ts";
 import { childPids, startLiveServer, type LiveServer } from "../helpers/hostile.ts";
+import { processesBelow } from "../helpers/processes.ts";
 import { rawRequest } from "../helpers/raw-http.ts";
 import { freePort, spawnServe } from "../helpers/serve-process.ts";
 import { OpenEnvWsClient } from "../helpers/ws-client.ts";
@@ -220,6 +222,31 @@ describe("settings through the real environment variables (envworker serve)", ()
     }
   });
 
+  setting(["ENVWORKER_QUICKJS_MODE"], "instance (the default): QuickJS runs as a fresh wasm instance per run in instance hosts; fork: in zygotes that fork a child per run", async () => {
+    // The host program below the server: qjs_instances.py or qjs_zygote.py.
+    const hostPrograms = (server: LiveServer) => {
+      const programs = new Set<string>();
+      for (const pid of processesBelow(server.pid).keys()) {
+        try {
+          const m = /qjs_(instances|zygote)\.py/.exec(readFileSync(`/proc/${pid}/cmdline`, "utf8"));
+          if (m) programs.add(m[0]);
+        } catch {
+          // Gone.
+        }
+      }
+      return [...programs];
+    };
+    expect(mcpText(await mcpJs(code, "6 * 7"))).toContain("42");
+    expect(hostPrograms(code)).toEqual(["qjs_instances.py"]);
+    const fork = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_QUICKJS_MODE: "fork", ENVWORKER_SANDBOX_CONCURRENCY: "1" });
+    try {
+      expect(mcpText(await mcpJs(fork, "6 * 7"))).toContain("42");
+      expect(hostPrograms(fork)).toEqual(["qjs_zygote.py"]);
+    } finally {
+      await fork.stop();
+    }
+  });
+
   setting(["ENVWORKER_SANDBOX_AFFINITY"], "unset: QuickJS zygotes of each client's own (a new process for a new client), isolated-vm a process per run; client on isolated-vm: one process serves a client's runs, with a warning at start; off: one process serves every client", async () => {
     // The server's direct children are its sandbox processes (bubblewrap or prlimit at their root).
     // Sandbox processes that appear for the second to fourth client, once the first has been served
@@ -236,7 +263,9 @@ describe("settings through the real environment variables (envworker serve)", ()
       return seen.size - before;
     };
     expect(await startedForNewClients(code), "unset on QuickJS: a zygote for each new client").toBeGreaterThanOrEqual(2);
-    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
+    // "off" shares the fork zygote between clients; QuickJS instance hosts (the default mode) serve
+    // one client whatever the setting (quickjs-instances.ts: test/sandbox/quickjs-instance-freshness.test.ts).
+    const off = await startLiveServer({ ENVWORKER_SANDBOX: "quickjs", ENVWORKER_QUICKJS_MODE: "fork", ENVWORKER_SANDBOX_CONCURRENCY: "1", ENVWORKER_SANDBOX_AFFINITY: "off" });
     try {
       expect(await startedForNewClients(off), "off: the same processes serve them").toBe(0);
     } finally {

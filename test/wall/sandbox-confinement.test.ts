@@ -21,6 +21,7 @@ import { describeConfinement, HOST_UID_BASE, type NodeProfile } from "../../src/
 import type { HostPoolSandbox } from "../../src/sandbox/host/host-pool.ts";
 import { createIsolatedVmProcessSandbox, ISOLATED_VM_PROFILE } from "../../src/sandbox/engines/isolated-vm/isolated-vm-process.ts";
 import { createPythonSandbox, PYTHON_PROFILE } from "../../src/sandbox/engines/python/python.ts";
+import { QUICKJS_INSTANCE_PROFILE } from "../../src/sandbox/engines/quickjs/quickjs-instances.ts";
 import { createQuickJSProcessSandbox, QUICKJS_PROFILE } from "../../src/sandbox/engines/quickjs/quickjs-process.ts";
 import type { Sandbox } from "../../src/sandbox/types.ts";
 import { editReplies } from "../fixtures/confine/edit-replies.ts";
@@ -440,14 +441,17 @@ describe("the real hosts are confined", () => {
 
   const ZYGOTES = [
     { name: "Python", file: "zygote.py", profile: PYTHON_PROFILE, create: (): Sandbox => createPythonSandbox({ maxConcurrency: 1 }) },
-    { name: "QuickJS", file: "qjs_zygote.py", profile: QUICKJS_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1 }) },
+    { name: "QuickJS", file: "qjs_zygote.py", profile: QUICKJS_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1, mode: "fork" }) },
+    // The instance host (the default): a host for the client and a spare started ahead.
+    { name: "QuickJS instances", file: "qjs_instances.py", profile: QUICKJS_INSTANCE_PROFILE, create: (): Sandbox => createQuickJSProcessSandbox({ maxConcurrency: 1 }), hosts: 2 },
   ];
-  it.each(ZYGOTES)("$name: a zygote of another user, with an empty environment and its limits; no process of it is Node", async ({ file, profile, create }) => {
+  it.each(ZYGOTES)("$name: a zygote of another user, with an empty environment and its limits; no process of it is Node", async ({ file, profile, create, hosts }) => {
     const sandbox = create();
     try {
       expect((await sandbox.run("1 + 1")).result).toBe(2);
+      if (hosts) await expect.poll(() => hostProcesses(file, "python").length).toBe(hosts);
       const pids = hostProcesses(file, "python");
-      expect(pids.length).toBe(1);
+      expect(pids.length).toBe(hosts ?? 1);
       const pid = pids[0]!;
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       const uid = Number(/^Uid:\s+(\d+)/m.exec(status)![1]);
@@ -455,6 +459,12 @@ describe("the real hosts are confined", () => {
       // Not dumpable (harden.py): /proc/<pid>/environ of a non-dumpable process is root's to read.
       expect(readFileSync(`/proc/${pid}/environ`, "utf8")).toBe(HAS_BWRAP ? "PWD=/\0" : "");
       expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+      if (hosts) {
+        // The instance host runs guests in its own process: every thread of it filtered (seccomp TSYNC).
+        const tasks = readdirSync(`/proc/${pid}/task`);
+        expect(tasks.length).toBe(2);
+        for (const tid of tasks) expect(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8")).toMatch(/^Seccomp:\s+2$/m);
+      }
       if (describeConfinement().prlimit) {
         const limits = readFileSync(`/proc/${pid}/limits`, "utf8");
         expect(limits).toMatch(/^Max file size\s+0\s+0\s/m);

@@ -240,6 +240,9 @@ class Engine:
     # ---- set-up ---------------------------------------------------------------------------------
 
     def _instantiate(self) -> wasmtime.Instance:
+        return self._linker().instantiate(self.store, self.module)
+
+    def _linker(self) -> wasmtime.Linker:
         """WASI imports that grant nothing: no preopened directory, no environment, fd 0 at its end,
         writes to fd 1 and 2 go to this process's stderr (nothing in the guest context can write)."""
         linker = wasmtime.Linker(self.engine)
@@ -321,7 +324,7 @@ class Engine:
             assert isinstance(ty, wasmtime.FuncType)
             linker.define_func(imp.module, name, ty, func, access_caller=caller)
         del i32, i64
-        return linker.instantiate(self.store, self.module)
+        return linker
 
     def _qjs_context(self, ex: Any) -> int:
         get = ex["qjs_get_context"]

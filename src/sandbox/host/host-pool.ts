@@ -112,12 +112,21 @@ export interface HostPoolOptions {
   cooperativeCancel: boolean;
   /** Replace a host after this many runs (default 1000): nothing a host accumulates lives forever. */
   recycleAfterRuns?: number;
+  /** And once it has lived this long (ms; default: no bound), at the end of the run it serves then. */
+  recycleAfterMs?: number;
   /** Checks a run's inputs beyond the common ones (throws on misuse, like prepareRun). */
   validate?(code: string, options: RunOptions): void;
   /** Whom a host is dedicated to (HostAffinity). Default "off". */
   affinity?: HostAffinity;
   /** CPU an idle host may use (default DEFAULT_IDLE_CPU). */
   idleCpu?: IdleCpuPolicy;
+  /**
+   * With affinity, when the pool is full and a run's key already has a host that is busy: false
+   * (default) waits for that host (a start-up costs more than the wait); true starts another host
+   * for the key while it has fewer hosts than slots, stopping another key's idle host, so one
+   * key's runs may use every slot (hosts that start fast: QuickJS instances).
+   */
+  startWhenBusy?: boolean;
 }
 
 /**
@@ -182,6 +191,8 @@ export function watchHostReplacements(watch: (replacement: HostReplacement) => v
 /** One supervised thread or process. */
 class Host {
   readonly ready: Promise<void>;
+  /** When it was started (performance.now()): recycleAfterMs. */
+  readonly bornAt = performance.now();
   private isReady = false;
   /** Resident memory of the host's process tree when idle (measured at its ready message). */
   private idleBytes = 0;
@@ -647,7 +658,7 @@ export class HostPoolSandbox implements Sandbox {
       this.keepSpare();
       return host;
     }
-    if (this.all.size >= this.maxHosts && this.hasHost(key)) {
+    if (this.all.size >= this.maxHosts && this.hasHost(key) && !(this.options.startWhenBusy && this.hostsOf(key) < this.limiter.max && this.idle.some((h) => !h.dead))) {
       const host = await this.waitForHostOf(key, signal);
       if (!host || this.fits(host, limits)) return host;
     }
@@ -660,6 +671,13 @@ export class HostPoolSandbox implements Sandbox {
   private hasHost(key: string): boolean {
     for (const host of this.all) if (host.key === key && !host.dead && !host.retire) return true;
     return false;
+  }
+
+  /** How many live hosts `key` has. */
+  private hostsOf(key: string): number {
+    let n = 0;
+    for (const host of this.all) if (host.key === key && !host.dead && !host.retire) n++;
+    return n;
   }
 
   /** Runs waiting for a host of their key to be free, per key, first come first served. */
@@ -739,7 +757,8 @@ export class HostPoolSandbox implements Sandbox {
   private release(host: Host): void {
     const singleUse = this.options.affinity === "run" && host.runs > 0;
     // A host that served its one run (or its share of them) ends as planned: not a replacement.
-    const recycle = (singleUse || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
+    const old = this.options.recycleAfterMs !== undefined && performance.now() - host.bornAt > this.options.recycleAfterMs;
+    const recycle = (singleUse || old || host.runs >= (this.options.recycleAfterRuns ?? 1000)) && !host.dead && !host.retire;
     if (host.dead || host.retire || recycle || this.disposed) {
       if (!this.disposed && !recycle) this.noteReplaced(host);
       this.all.delete(host);

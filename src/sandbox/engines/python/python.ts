@@ -23,9 +23,10 @@
  * candidate's code ran in, or in which it could have left anything, ever sees them.
  */
 import type { ProgramProfile } from "../../../wall/confine.ts";
-import { HostPoolSandbox, type HostAffinity, type HostPoolOptions } from "../../host/host-pool.ts";
+import { GradingPoolSandbox } from "../../host/grading-pool.ts";
+import type { HostAffinity, HostPoolOptions } from "../../host/host-pool.ts";
 import { pythonRuntime, ZYGOTE_DIR } from "./python-runtime.ts";
-import type { RunOptions, RunResult } from "../../types.ts";
+import type { RunOptions } from "../../types.ts";
 import { zygotePoolOptions, zygoteProfile, type ZygoteSandboxOptions } from "../../host/zygote-pool.ts";
 import { join } from "node:path";
 
@@ -55,39 +56,16 @@ function poolOptions(options: PythonSandboxOptions, label: string, maxConcurrenc
 }
 
 /** The candidates' zygotes (this pool), and the grading zygotes (`grading: true`) beside it. */
-export class PythonSandbox extends HostPoolSandbox {
+export class PythonSandbox extends GradingPoolSandbox {
   declare readonly kind: "python";
-  /** Grading runs: zygotes of their own, started on first use. */
-  private grader: HostPoolSandbox | undefined;
 
-  constructor(private readonly pythonOptions: PythonSandboxOptions = {}) {
-    super(poolOptions(pythonOptions, "Python process", pythonOptions.maxConcurrency, pythonOptions.affinity));
-  }
-
-  /** The grading pool, for tests and metrics (undefined until the first grading run). */
-  get grading(): HostPoolSandbox | undefined {
-    return this.grader;
+  constructor(options: PythonSandboxOptions = {}) {
+    super(poolOptions(options, "Python process", options.maxConcurrency, options.affinity), () => poolOptions(options, "Python grading process", options.gradingConcurrency ?? 1, "off"));
   }
 
   /** Starts `count` zygotes (default: all) ahead of the first runs and waits for them. */
   override warm(count = this.maxConcurrency): Promise<void> {
     return super.warm(count);
-  }
-
-  override run(code: string, options: RunOptions = {}): Promise<RunResult> {
-    if (options.grading === true) {
-      this.grader ??= new HostPoolSandbox(poolOptions(this.pythonOptions, "Python grading process", this.pythonOptions.gradingConcurrency ?? 1, "off"));
-      return this.grader.run(code, options);
-    }
-    return super.run(code, options);
-  }
-
-  override memoryBytes(): number {
-    return super.memoryBytes() + (this.grader?.memoryBytes() ?? 0);
-  }
-
-  override async dispose(): Promise<void> {
-    await Promise.all([super.dispose(), this.grader?.dispose()]);
   }
 }
 

@@ -1,5 +1,8 @@
 /**
- * QuickJS on Node (ENVWORKER_SANDBOX=quickjs): QuickJS-NG compiled to WASI, run by wasmtime in a
+ * QuickJS on Node (ENVWORKER_SANDBOX=quickjs). By default (`mode: "instance"`) every run is a fresh
+ * wasm instance of the warm engine's snapshot in a host that serves one client:
+ * quickjs-instances.ts. What follows is the fork zygote (`mode: "fork"`, ENVWORKER_QUICKJS_MODE=fork),
+ * kept for comparison: QuickJS-NG compiled to WASI, run by wasmtime in a
  * fork server (zygote/quickjs/qjs_zygote.py, on the Python sandbox's zygote core), behind the same
  * `Sandbox` interface and through the same supervised, confined host pool (host-pool.ts,
  * confine.ts) as the other Node backends. In-process QuickJS (quickjs.ts, quickjs-emscripten) stays
@@ -24,9 +27,23 @@ import { join } from "node:path";
 import type { ProgramProfile } from "../../../wall/confine.ts";
 import { HostPoolSandbox } from "../../host/host-pool.ts";
 import { QUICKJS_ZYGOTE_DIR, quickjsRuntime } from "./quickjs-runtime.ts";
-import { zygotePoolOptions, zygoteProfile, type ZygoteSandboxOptions } from "../../host/zygote-pool.ts";
+import { createQuickJSInstanceSandbox, type QuickJSInstanceSandboxOptions } from "./quickjs-instances.ts";
+import { zygotePoolOptions, zygoteProfile } from "../../host/zygote-pool.ts";
+import { processSettings, readSetting, type SettingsSource } from "../../../settings/settings.ts";
 
-export type QuickJSProcessSandboxOptions = ZygoteSandboxOptions;
+export interface QuickJSProcessSandboxOptions extends QuickJSInstanceSandboxOptions {
+  /**
+   * "instance" (the default): a fresh wasm instance of the warm engine's snapshot per run, hosts
+   * dedicated to a client (quickjs-instances.ts, issue 42). "fork": the zygote below, a process
+   * forked per run (kept for comparison). Default: ENVWORKER_QUICKJS_MODE, else "instance".
+   */
+  mode?: "instance" | "fork";
+}
+
+/** The QuickJS process sandbox's mode from the settings (ENVWORKER_QUICKJS_MODE=fork|instance; default: this process's environment). */
+export function quickjsModeFromEnv(env: SettingsSource = processSettings()): "instance" | "fork" {
+  return readSetting("ENVWORKER_QUICKJS_MODE", env) === "fork" ? "fork" : "instance";
+}
 
 /** How a zygote is started: the Python sandbox's interpreter on zygote/quickjs/qjs_zygote.py, with the precompiled module and the assets. */
 export const QUICKJS_PROFILE: ProgramProfile = zygoteProfile("quickjs", async () => {
@@ -37,5 +54,6 @@ export const QUICKJS_PROFILE: ProgramProfile = zygoteProfile("quickjs", async ()
 export type QuickJSProcessSandbox = HostPoolSandbox;
 
 export function createQuickJSProcessSandbox(options: QuickJSProcessSandboxOptions = {}): QuickJSProcessSandbox {
+  if ((options.mode ?? quickjsModeFromEnv()) === "instance") return createQuickJSInstanceSandbox(options);
   return new HostPoolSandbox(zygotePoolOptions("quickjs", "QuickJS process", QUICKJS_PROFILE, options, { maxConcurrency: options.maxConcurrency, affinity: options.affinity }));
 }
