@@ -293,38 +293,22 @@ export class SequenceMatcher {
     this.prevTouched = prevTouched;
     this.curTouched = curTouched;
 
-    // Extend the best block with equal non-junk elements on both sides. This is where popular
-    // elements (which never seed a match) get matched; it also runs when bestsize is 0, growing
-    // a match forward from (alo, blo).
-    while (besti > alo && bestj > blo && !bjunk.has(b[bestj - 1]!) && a[besti - 1] === b[bestj - 1]) {
-      besti--;
-      bestj--;
-      bestsize++;
-    }
-    while (
-      besti + bestsize < ahi &&
-      bestj + bestsize < bhi &&
-      !bjunk.has(b[bestj + bestsize]!) &&
-      a[besti + bestsize] === b[bestj + bestsize]
-    ) {
-      bestsize++;
-    }
-    // Then with equal junk elements (no-ops when isjunk is None, kept for fidelity).
-    if (bjunk.size > 0) {
-      while (besti > alo && bestj > blo && bjunk.has(b[bestj - 1]!) && a[besti - 1] === b[bestj - 1]) {
+    // Extend the best block with equal elements on both sides, non-junk first: this is where
+    // popular elements (which never seed a match) get matched; it also runs when bestsize is 0,
+    // growing a match forward from (alo, blo). Then with equal junk elements (no-ops when isjunk
+    // is None, kept for fidelity): CPython's two pairs of loops, one with `junk` either way.
+    const extend = (junk: boolean) => {
+      while (besti > alo && bestj > blo && bjunk.has(b[bestj - 1]!) === junk && a[besti - 1] === b[bestj - 1]) {
         besti--;
         bestj--;
         bestsize++;
       }
-      while (
-        besti + bestsize < ahi &&
-        bestj + bestsize < bhi &&
-        bjunk.has(b[bestj + bestsize]!) &&
-        a[besti + bestsize] === b[bestj + bestsize]
-      ) {
+      while (besti + bestsize < ahi && bestj + bestsize < bhi && bjunk.has(b[bestj + bestsize]!) === junk && a[besti + bestsize] === b[bestj + bestsize]) {
         bestsize++;
       }
-    }
+    };
+    extend(false);
+    if (bjunk.size > 0) extend(true);
     return [besti, bestj, bestsize];
   }
 

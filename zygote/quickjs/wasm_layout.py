@@ -34,7 +34,8 @@ from dataclasses import dataclass
 WASM_SHA256 = "1a4e0bce82f2faed14f5e2620174e3daf33e161bad75ce955ceeaca1f7c82572"
 
 
-def _uleb(b: bytes, i: int) -> tuple[int, int]:
+def _leb(b: bytes, i: int, signed: bool) -> tuple[int, int]:
+    """The LEB128 number at b[i] and the index after it."""
     r = s = 0
     while True:
         x = b[i]
@@ -42,20 +43,17 @@ def _uleb(b: bytes, i: int) -> tuple[int, int]:
         r |= (x & 0x7F) << s
         s += 7
         if x < 0x80:
+            if signed and x & 0x40:
+                r -= 1 << s
             return r, i
+
+
+def _uleb(b: bytes, i: int) -> tuple[int, int]:
+    return _leb(b, i, False)
 
 
 def _sleb(b: bytes, i: int) -> tuple[int, int]:
-    r = s = 0
-    while True:
-        x = b[i]
-        i += 1
-        r |= (x & 0x7F) << s
-        s += 7
-        if x < 0x80:
-            if x & 0x40:
-                r -= 1 << s
-            return r, i
+    return _leb(b, i, True)
 
 
 def _enc_uleb(n: int) -> bytes:
