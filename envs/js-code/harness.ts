@@ -47,6 +47,7 @@
  */
 import { type JsonValue, type RunResult, type Sandbox, stripTypes } from "envworker";
 import type { CodeTask, TestCase } from "./tasks.ts";
+import type { GradeStatus, Graded } from "../shared/grading.ts";
 
 /** Canonical texts up to this many characters are reported as they are; longer ones by their SHA-256. */
 export const FORM_TEXT_MAX = 64;
@@ -278,18 +279,10 @@ export interface TestFailure {
   got: string;
 }
 
-export type EvaluationStatus = "ok" | "no_code" | "load_error" | "timeout" | "memory" | "sandbox_error";
+export type EvaluationStatus = Extract<GradeStatus, "ok" | "no_code" | "load_error" | "timeout" | "memory" | "sandbox_error">;
 
 /** The outcome of running a solution against a task's tests (plain JSON, kept in episode state). */
-export interface Evaluation {
-  passed: number;
-  total: number;
-  status: EvaluationStatus;
-  /** What went wrong, when status is not "ok" (or some tests failed). */
-  message: string | null;
-  /** The first few failed tests. */
-  failures: TestFailure[];
-}
+export type Evaluation = Graded<EvaluationStatus, TestFailure>;
 
 export interface EvaluateOptions {
   /** Strip TypeScript types first. */

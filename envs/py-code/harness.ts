@@ -39,6 +39,7 @@
  * Every test has its own time limit; the evaluation never throws.
  */
 import type { JsonValue, RunResult, Sandbox } from "envworker";
+import type { GradeStatus, Graded } from "../shared/grading.ts";
 
 export type StdioTest = { input: string; output: string };
 export type TestSpec = { kind: "assert"; tests: string[] } | { kind: "stdio"; tests: StdioTest[] };
@@ -50,7 +51,7 @@ export interface EvaluateOptions {
   memoryMb?: number;
 }
 
-export type EvaluationStatus = "ok" | "no_code" | "compile_error" | "sandbox_error";
+export type EvaluationStatus = Extract<GradeStatus, "ok" | "no_code" | "compile_error" | "sandbox_error">;
 
 export interface TestFailure {
   test: number;
@@ -58,17 +59,11 @@ export interface TestFailure {
   reason: string;
 }
 
-export interface Evaluation {
-  passed: number;
-  total: number;
-  status: EvaluationStatus;
-  message: string | null;
+export interface Evaluation extends Graded<EvaluationStatus, TestFailure> {
   /** Tests that ran out of time. */
   timeouts: number;
   /** Tests that hit the memory limit. */
   memoryErrors: number;
-  /** The first five failures. */
-  failures: TestFailure[];
 }
 
 export const DEFAULT_TEST_TIMEOUT_MS = 2000;
