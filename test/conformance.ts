@@ -7,9 +7,8 @@ import { describe, expect, it } from "vitest";
 import { get, post, request } from "./helpers/http.ts";
 import { rawRequest } from "./helpers/raw-http.ts";
 import { alphabetSortGold, reverseTextGold } from "./helpers/oracles.ts";
-import { OpenEnvWsClient } from "./helpers/ws-client.ts";
+import { OpenEnvWsClient, upgradeStatus } from "./helpers/ws-client.ts";
 import { validateBase } from "../src/cli/validate.ts";
-import WebSocket from "ws";
 import { routeAccessSuite } from "./routes-auth.ts";
 
 export interface ConformanceTarget {
@@ -25,22 +24,6 @@ export interface ConformanceTarget {
 }
 
 const rpc = (method: string, params?: Record<string, unknown>) => ({ jsonrpc: "2.0", id: 1, method, ...(params ? { params } : {}) });
-
-/** The status of a WebSocket upgrade: 101 when the socket opened. */
-function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url.replace(/^http/, "ws"), { headers });
-    ws.once("open", () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once("unexpected-response", (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      res.resume();
-    });
-    ws.once("error", reject);
-  });
-}
 
 const lastUser = (messages: { role: string; content: string }[]) => [...messages].reverse().find((m) => m.role === "user")!.content;
 

@@ -10,7 +10,7 @@
  * the same request (the token grants access and changes nothing else).
  */
 import { describe, expect, it } from "vitest";
-import WebSocket from "ws";
+import { upgradeStatus } from "./helpers/ws-client.ts";
 import { ENV_ROUTES } from "../src/server/app.ts";
 
 export interface AccessTarget {
@@ -86,21 +86,6 @@ async function send(method: string, url: string, headers: Record<string, string>
   return { status: res.status, code: error?.code, message: error?.message, wwwAuthenticate: res.headers.get("www-authenticate"), bytes: text.length };
 }
 
-function upgrade(url: string, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url.replace(/^http/, "ws"), { headers });
-    ws.once("open", () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once("unexpected-response", (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      res.resume();
-    });
-    ws.once("error", (err) => reject(err));
-  });
-}
-
 export function routeAccessSuite(platform: string, target: AccessTarget): void {
   describe(`route access matrix (${platform})`, () => {
     for (const { method, path, served } of routeRequests()) {
@@ -131,9 +116,9 @@ export function routeAccessSuite(platform: string, target: AccessTarget): void {
     it("upgrades a WebSocket only with the right token, in every form", async () => {
       const { origin, token } = target.guarded();
       const path = `/envs/${ENV}/ws`;
-      expect(await upgrade(target.open() + path, {})).toBe(101);
+      expect(await upgradeStatus(target.open() + path, {})).toBe(101);
       for (const form of FORMS) {
-        expect(await upgrade(form.url(origin, path, token), form.headers(token)), form.name).toBe(form.right ? 101 : 401);
+        expect(await upgradeStatus(form.url(origin, path, token), form.headers(token)), form.name).toBe(form.right ? 101 : 401);
       }
     });
   });

@@ -75,3 +75,19 @@ export class OpenEnvWsClient {
     this.ws.close();
   }
 }
+
+/** The status of a WebSocket upgrade: 101 when the socket opened (then closed), else the HTTP status the server answered. */
+export function upgradeStatus(url: string, headers: Record<string, string> = {}, localAddress?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url.replace(/^http/, "ws"), { headers, ...(localAddress ? { localAddress } : {}) });
+    ws.once("open", () => {
+      ws.close();
+      resolve(101);
+    });
+    ws.once("unexpected-response", (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      res.resume();
+    });
+    ws.once("error", reject);
+  });
+}

@@ -14,12 +14,11 @@
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { childPids, expectServed, startLiveServer, underAttack, type LiveServer } from "../helpers/hostile.ts";
 import { requestFrom } from "../helpers/http.ts";
 import { rawRequest } from "../helpers/raw-http.ts";
 import { reverseTextGold } from "../helpers/oracles.ts";
-import { OpenEnvWsClient } from "../helpers/ws-client.ts";
+import { OpenEnvWsClient, upgradeStatus } from "../helpers/ws-client.ts";
 
 const ALLOWED = "http://allowed.example:5173";
 const SANDBOX_SLOTS = 2;
@@ -46,21 +45,6 @@ interface Client {
   ws(base: string, query?: string): Promise<OpenEnvWsClient>;
   /** The upgrade's status: 101 when the socket opened. */
   upgrade(base: string, query?: string, headers?: Record<string, string>): Promise<number>;
-}
-
-function upgradeStatus(url: string, headers: Record<string, string>, localAddress?: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url.replace(/^http/, "ws"), { headers, ...(localAddress ? { localAddress } : {}) });
-    ws.once("open", () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once("unexpected-response", (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      res.resume();
-    });
-    ws.once("error", reject);
-  });
 }
 
 /** A client known by its address (a token-less server). */
